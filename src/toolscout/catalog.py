@@ -1,0 +1,106 @@
+"""Tool records: the one shape every part of toolscout uses for a tool, and their exposed ids.
+
+A ToolRecord is plain data (no MCP types), so retrieval and evaluation code can use it without
+importing the MCP SDK; `toolscout.upstream` converts MCP `Tool` objects into records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# Many clients (and model APIs) accept only this for tool names; the MCP spec's rule is a superset.
+MAX_ID_LENGTH = 64
+ID_SEPARATOR = "__"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+_ID_RULE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_HASH_LENGTH = 8
+
+
+@dataclass(frozen=True)
+class ToolRecord:
+    """One upstream tool as toolscout indexes and exposes it."""
+
+    id: str
+    name: str
+    server: str
+    description: str = ""
+    input_schema: Mapping[str, Any] = field(default_factory=dict)
+    title: str | None = None
+    annotations: Mapping[str, Any] | None = None
+    output_schema: Mapping[str, Any] | None = None
+    # User-language phrases, synonyms and example requests attached to the tool (overlays, learning).
+    expansion: tuple[str, ...] = ()
+
+    @property
+    def display_title(self) -> str:
+        """The spec's display precedence: title, annotations.title, then name."""
+        if self.title:
+            return self.title
+        if self.annotations and self.annotations.get("title"):
+            return str(self.annotations["title"])
+        return self.name
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 over what defines the tool's behaviour for a model: name, description, schema, annotations."""
+        payload = json.dumps(
+            {
+                "name": self.name,
+                "description": self.description,
+                "input_schema": self.input_schema,
+                "annotations": self.annotations,
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+            default=str,
+        )
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def is_valid_id(value: str) -> bool:
+    """True when `value` satisfies the tool-name rule toolscout exposes ids under."""
+    return bool(_ID_RULE.match(value))
+
+
+def _short_hash(server: str, name: str) -> str:
+    return hashlib.sha256(f"{server}\0{name}".encode()).hexdigest()[:_HASH_LENGTH]
+
+
+def _sanitize(part: str) -> str:
+    return _UNSAFE.sub("_", part).strip("_") or "x"
+
+
+def _candidate_id(server: str, name: str) -> str:
+    return f"{_sanitize(server)}{ID_SEPARATOR}{_sanitize(name)}"
+
+
+def _hashed_id(server: str, name: str) -> str:
+    # Keep as much of the readable id as fits, then a hash of the exact (server, name) pair.
+    suffix = f"_{_short_hash(server, name)}"
+    return _candidate_id(server, name)[: MAX_ID_LENGTH - len(suffix)].rstrip("_-") + suffix
+
+
+def assign_ids(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """Give every (server, tool name) pair an exposed id: unique, deterministic, <= 64 chars.
+
+    The id of a pair depends only on the pair and on which other pairs share its readable form, never
+    on listing order, so ids stay stable across restarts. Readable ids that collide (after
+    sanitising, or because they are too long) get a hash of the exact pair appended.
+    """
+    by_candidate: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for server, name in dict.fromkeys(pairs):
+        by_candidate[_candidate_id(server, name)].append((server, name))
+    ids: dict[tuple[str, str], str] = {}
+    for candidate, members in by_candidate.items():
+        for server, name in members:
+            if len(members) == 1 and len(candidate) <= MAX_ID_LENGTH:
+                ids[(server, name)] = candidate
+            else:
+                ids[(server, name)] = _hashed_id(server, name)
+    return ids

@@ -1,0 +1,60 @@
+"""Command line entry point: `toolscout <command>`.
+
+Each command lives in its own module under `toolscout.commands` exposing
+`register(subparsers)`; this module only wires them up and configures logging (stderr only:
+stdout of `toolscout serve` is the MCP protocol channel).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from toolscout import __version__
+
+# Order is the order `toolscout --help` lists them in.
+COMMAND_MODULES = ("serve", "search", "tools", "eval")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toolscout",
+        description="MCP gateway: many upstream MCP servers behind search_tools and execute_tool.",
+    )
+    parser.add_argument("--version", action="version", version=f"toolscout {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only errors on stderr")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"toolscout.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"toolscout.commands.{name}":
+                raise
+            continue
+        module.register(subparsers)
+    return parser
+
+
+def configure_logging(verbose: int, quiet: bool) -> None:
+    level = logging.ERROR if quiet else logging.DEBUG if verbose > 1 else logging.INFO
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if verbose < 2:
+        # The SDK and HTTP stack are chatty at INFO; their detail helps only when debugging.
+        for noisy in ("mcp", "httpx", "httpcore", "uvicorn.access", "sentence_transformers"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.verbose, args.quiet)
+    return int(args.handler(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Retrievers and the text they index. Nothing here imports the MCP SDK."""
