@@ -1,20 +1,43 @@
 """Upstream registries: which MCP servers toolscout connects to, and how.
 
-Contract used by the gateway (the loader itself is being written):
+Contract used by the gateway:
 
     specs = load_registries([Path("servers.json"), ...])   # list[ServerSpec]
     env = upstream_environment(spec)                      # the environment a stdio upstream gets
+    program = resolve_command(spec)                       # absolute path of spec.command
 
 `load_registries` raises ConfigError for problems of a whole file (unreadable, bad JSON, unknown
-shape, the same server name in two files). A problem of one entry (e.g. a missing ${VAR}) does not
-raise: the spec carries `error`, and the gateway marks that server down with the reason.
+shape, wrong types, the same server name in two files). A problem of one entry that only the
+running machine can fix (a missing ${VAR}) does not raise: the spec carries `error`, and the
+gateway marks that server down with the reason while the others start.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import os
+import re
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+
+from toolscout.errors import ConfigError
+from toolscout.registry_formats import entries_from_document
+
+__all__ = [
+    "ServerSpec",
+    "default_registry_path",
+    "load_registries",
+    "redact",
+    "resolve_command",
+    "upstream_environment",
+]
 
 Transport = Literal["stdio", "http", "sse"]
 
@@ -39,3 +62,294 @@ class ServerSpec:
     secrets: frozenset[str] = frozenset()
     # Why this entry cannot be started, when it cannot (the others still start).
     error: str | None = None
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+_STRINGS = {"type": "object", "additionalProperties": {"type": "string"}}
+# Unknown keys are allowed: desktop hosts add their own (autoApprove, alwaysAllow, description).
+_ENTRY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "minLength": 1},
+        "args": {"type": "array", "items": {"type": "string"}},
+        "env": _STRINGS,
+        "cwd": {"type": "string", "minLength": 1},
+        "url": {"type": "string", "minLength": 1},
+        "headers": _STRINGS,
+        "type": {"enum": ["stdio", "http", "streamable-http", "streamableHttp", "sse"]},
+        "timeout": {"type": "number", "exclusiveMinimum": 0},
+        "disabled": {"type": "boolean"},
+    },
+}
+_ENTRY_VALIDATOR = jsonschema.Draft202012Validator(_ENTRY_SCHEMA)
+
+
+def default_registry_path() -> Path:
+    """The bundled default registry (registry/default.json, shipped as package data)."""
+    return Path(str(resources.files("toolscout") / "data" / "default.json"))
+
+
+def load_registries(paths: Sequence[Path]) -> list[ServerSpec]:
+    """Read and merge registry files, in order; enabled servers only."""
+    specs: list[ServerSpec] = []
+    origin: dict[str, str] = {}
+    for path in paths:
+        where = str(path)
+        for name, entry in entries_from_document(_read_json(Path(path)), where):
+            if not isinstance(name, str) or not name.strip():
+                raise ConfigError(f"{where}: server names must be non-empty strings")
+            if name in origin:
+                if origin[name] == where:
+                    raise ConfigError(f"{where}: server '{name}' is defined twice; rename one")
+                raise ConfigError(
+                    f"server '{name}' is defined in both {origin[name]} and {where}; "
+                    "rename one of them or drop one file"
+                )
+            origin[name] = where
+            spec = build_spec(name, entry, Path(path))
+            if spec is not None:
+                specs.append(spec)
+    return specs
+
+
+def build_spec(name: str, entry: object, path: Path) -> ServerSpec | None:
+    """Validate one entry and expand its variables; None when the entry is disabled."""
+    where = f"{path}: server '{name}'"
+    errors = sorted(_ENTRY_VALIDATOR.iter_errors(entry), key=lambda e: list(e.absolute_path))
+    if errors:
+        raise ConfigError(f"{where}: {_describe(errors[0])}")
+    assert isinstance(entry, dict)
+    if entry.get("disabled", False):
+        return None
+    command, url, kind = entry.get("command"), entry.get("url"), entry.get("type")
+    if command and url:
+        raise ConfigError(f"{where}: has both 'command' and 'url'; keep 'command' for a local "
+                          "server or 'url' for a remote one")
+    if not command and not url:
+        raise ConfigError(f"{where}: needs 'command' (a local stdio server) or 'url' (a remote "
+                          "server)")
+    if command and kind not in (None, "stdio"):
+        raise ConfigError(f"{where}: 'type' is '{kind}' but the entry has a 'command'; "
+                          "remote servers need a 'url'")
+    if url and kind == "stdio":
+        raise ConfigError(f"{where}: 'type' is 'stdio' but the entry has a 'url'; use "
+                          "'command' for stdio servers")
+
+    expander = _Expander()
+    env = {k: expander.expand(v, f"env.{k}", secret=True) for k, v in entry.get("env", {}).items()}
+    headers = {
+        k: expander.expand(v, f"headers.{k}", secret=True)
+        for k, v in entry.get("headers", {}).items()
+    }
+    args = tuple(expander.expand(a, f"args[{i}]") for i, a in enumerate(entry.get("args", [])))
+    cwd = entry.get("cwd")
+    if cwd is not None:
+        # Relative working directories are read from the registry file's folder, not from
+        # wherever the gateway happens to be started.
+        cwd = str(path.resolve().parent / os.path.expanduser(expander.expand(cwd, "cwd")))
+    command = expander.expand(command, "command") if command else None
+    url = expander.expand(url, "url", secret_parts=True) if url else None
+    error = None
+    if expander.missing:
+        names = ", ".join(sorted(expander.missing))
+        error = (
+            f"server '{name}' in {path}: environment variable(s) {names} not set "
+            f"(used in {', '.join(expander.missing_in)}); set them in the environment toolscout "
+            "starts in, or write ${VAR:-default} in the registry"
+        )
+    timeout = entry.get("timeout")
+    return ServerSpec(
+        name=name,
+        transport="stdio" if command else "sse" if kind == "sse" else "http",
+        command=command,
+        args=args,
+        env=env,
+        cwd=cwd,
+        url=url,
+        headers=headers,
+        timeout=float(timeout) if timeout is not None else None,
+        source=str(path),
+        secrets=frozenset(s for s in expander.secrets if len(s) >= MIN_SECRET_LENGTH),
+        error=error,
+    )
+
+
+def _read_json(path: Path) -> object:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read registry file {path}: {exc.strerror or exc}; check the path given to "
+            "--registry"
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"registry file {path} is not UTF-8 text: {exc.reason}") from exc
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from exc
+    except _DuplicateKey as exc:
+        raise ConfigError(f"{path}: key '{exc.args[0]}' appears twice in one object") from exc
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json.loads would silently keep the last of two servers with the same name.
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    location = "".join(
+        f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path
+    ).lstrip(".") or "the entry"
+    got = json.dumps(error.instance)
+    got = got if len(got) <= 40 else got[:37] + "..."
+    if error.validator == "type":
+        wanted = {"object": "an object", "array": "a list", "number": "a number"}.get(
+            str(error.validator_value), f"a {error.validator_value}")
+        return f"'{location}' must be {wanted} (got {got})"
+    if error.validator == "enum":
+        choices = ", ".join(json.dumps(c) for c in error.validator_value)
+        return f"'{location}' must be one of {choices} (got {got})"
+    if error.validator == "exclusiveMinimum":
+        return f"'{location}' must be a positive number of seconds (got {got})"
+    if error.validator == "minLength":
+        return f"'{location}' must not be empty"
+    return f"'{location}': {error.message}"
+
+
+# --- ${VAR} expansion ----------------------------------------------------------------------------
+
+# ${NAME} or ${NAME:-default}; the default applies when NAME is unset or empty, as in a shell.
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# Shorter values cannot be meaningful secrets, and redacting them ("1", "on") would garble logs.
+MIN_SECRET_LENGTH = 4
+
+
+class _Expander:
+    """Expands ${VAR} from os.environ for one entry, collecting what is missing and secret."""
+
+    def __init__(self) -> None:
+        self.missing: set[str] = set()
+        self.missing_in: list[str] = []
+        self.secrets: set[str] = set()
+
+    def expand(self, text: str, field_name: str, *, secret: bool = False,
+               secret_parts: bool = False) -> str:
+        def replace(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            value = os.environ.get(name)
+            if not value and default is not None:
+                value = default
+            if value is None:
+                self.missing.add(name)
+                if field_name not in self.missing_in:
+                    self.missing_in.append(field_name)
+                return ""
+            if secret or secret_parts:
+                # A key in "Bearer ${TOKEN}" or "?key=${KEY}" must hide on its own too.
+                self.secrets.add(value)
+            return value
+
+        expanded = _VARIABLE.sub(replace, text)
+        if secret and expanded:
+            self.secrets.add(expanded)
+        return expanded
+
+
+def redact(text: str, secrets: frozenset[str] | set[str] | Sequence[str]) -> str:
+    """Replace every secret value in ``text`` with ``***`` (longest first, so parts can't leak)."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+# --- the environment a stdio upstream runs in ---------------------------------------------------
+
+# An upstream inherits these of the gateway's variables and nothing else: enough to find
+# programs, reach package indexes through proxies and TLS inspection, and write caches;
+# never the gateway's own credentials (API keys, cloud tokens) or its virtualenv.
+INHERITED_VARIABLES = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM",
+    "TMPDIR", "TEMP", "TMP",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+    "NIX_SSL_CERT_FILE", "GIT_SSL_CAINFO",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+    "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_CERT", "PIP_CLIENT_CERT",
+    "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_DEFAULT_TIMEOUT",
+    "UV_INDEX", "UV_DEFAULT_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_FIND_LINKS",
+    "UV_NATIVE_TLS", "UV_INSECURE_HOST", "UV_HTTP_TIMEOUT", "UV_CACHE_DIR", "UV_TOOL_DIR",
+    "UV_PYTHON", "UV_PYTHON_INSTALL_DIR", "UV_PYTHON_DOWNLOADS", "UV_OFFLINE",
+    "NPM_CONFIG_REGISTRY", "NPM_CONFIG_CAFILE", "NPM_CONFIG_CACHE", "NPM_CONFIG_STRICT_SSL",
+    "npm_config_registry", "npm_config_cafile", "npm_config_cache", "npm_config_strict_ssl",
+    # Windows: programs fail in odd ways without these.
+    "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "USERPROFILE", "USERNAME",
+    "HOMEDRIVE", "HOMEPATH", "APPDATA", "LOCALAPPDATA", "PROGRAMDATA", "PROGRAMFILES",
+    "PROGRAMFILES(X86)", "PROGRAMW6432", "PROCESSOR_ARCHITECTURE", "NUMBER_OF_PROCESSORS", "OS",
+})
+INHERITED_PREFIXES = ("LC_", "XDG_")
+
+
+def upstream_environment(spec: ServerSpec) -> dict[str, str]:
+    """The complete environment of a stdio upstream: the allowlist above plus the entry's env."""
+    windows = sys.platform == "win32"
+    allowed = {n.upper() for n in INHERITED_VARIABLES} if windows else INHERITED_VARIABLES
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if (name.upper() if windows else name) in allowed or name.startswith(INHERITED_PREFIXES)
+    }
+    # uvx/npx installed next to the gateway's interpreter (its venv's bin) must be found even
+    # when that venv is not activated. Appended, not prepended: the venv's `python` must not
+    # shadow the one an upstream entry means.
+    own_bin = os.path.dirname(sys.executable)
+    path_key = next((k for k in env if k.upper() == "PATH"), "PATH") if windows else "PATH"
+    parts = [p for p in env.get(path_key, "").split(os.pathsep) if p]
+    if own_bin and own_bin not in parts:
+        parts.append(own_bin)
+    env[path_key] = os.pathsep.join(parts)
+    env.update(spec.env)
+    return env
+
+
+_INSTALL_HINTS = {
+    "uvx": "install uv (pip install uv, or see https://docs.astral.sh/uv/)",
+    "uv": "install uv (pip install uv, or see https://docs.astral.sh/uv/)",
+    "npx": "install Node.js, which ships npx (https://nodejs.org)",
+    "node": "install Node.js (https://nodejs.org)",
+    "docker": "install Docker (https://docs.docker.com/get-docker/)",
+}
+
+
+def resolve_command(spec: ServerSpec) -> str:
+    """The absolute path of the program a stdio upstream runs, searched on its own PATH."""
+    if not spec.command:
+        raise ConfigError(f"server '{spec.name}' ({spec.source}) has no command to run")
+    env = upstream_environment(spec)
+    path = next((v for k, v in env.items() if k.upper() == "PATH"), "")
+    command = spec.command
+    if os.sep in command or (os.altsep and os.altsep in command):
+        base = Path(spec.cwd) if spec.cwd else Path.cwd()
+        candidate = base / os.path.expanduser(command)
+        found = shutil.which(str(candidate))
+    else:
+        found = shutil.which(command, path=path)
+    if found is None:
+        hint = _INSTALL_HINTS.get(Path(command).stem.lower(), "install it or fix 'command'")
+        raise ConfigError(
+            f"server '{spec.name}' ({spec.source}): command '{command}' not found on the "
+            f"upstream PATH; {hint}"
+        )
+    return os.path.abspath(found)
