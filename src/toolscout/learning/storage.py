@@ -1,0 +1,39 @@
+"""Where the learning stores live on disk, and the one place their SQLite files are opened."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import platformdirs
+
+from toolscout.errors import ConfigError
+
+# Overrides the per-user data directory (tests, portable installs, several profiles side by side).
+DATA_DIR_ENV = "TOOLSCOUT_DATA_DIR"
+
+
+def data_dir() -> Path:
+    """The directory learned examples and generated expansions are kept in (created on first use)."""
+    override = os.environ.get(DATA_DIR_ENV)
+    if override:
+        return Path(override).expanduser()
+    return platformdirs.user_data_path("toolscout", appauthor=False)
+
+
+def open_database(path: Path, schema: str) -> sqlite3.Connection:
+    """Open (creating if needed) the SQLite file at `path` and apply `schema` (idempotent DDL).
+
+    The connection may be used from the gateway's worker threads, so callers serialise access
+    themselves; the busy timeout lets a CLI command and a running server share the file.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(path, timeout=5.0, check_same_thread=False)
+        connection.executescript(schema)
+    except (OSError, sqlite3.Error) as exc:
+        raise ConfigError(
+            f"cannot open the store {path}: {exc}; choose another path or set {DATA_DIR_ENV}"
+        ) from exc
+    return connection
