@@ -4,6 +4,7 @@ import json
 import pytest
 
 from toolscout.catalog import ToolRecord
+from toolscout.cli import main
 from toolscout.errors import ConfigError
 from toolscout.learning.examples import (
     MAX_EXAMPLES_PER_TOOL,
@@ -223,3 +224,29 @@ def test_exported_usage_is_a_valid_examples_file(tmp_path):
     assert [json.loads(line) for line in stream.getvalue().splitlines()] == [
         {"query": "make a chart", "tools": ["excel__chart"]}
     ]
+
+
+# --- the `toolscout examples` command --------------------------------------------------------
+
+def test_the_examples_command_lists_exports_and_prunes_learned_examples(tmp_path, capsys):
+    path = tmp_path / "usage.sqlite3"
+    with UsageStore(path) as store:
+        store.record("what changed in my repo", "git__git_log", "git")
+        store.record("time in tokyo", "time__now", "time")
+    assert main(["examples", "--store", str(path), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert {(entry["query"], entry["tool_id"]) for entry in listed} == {
+        ("what changed in my repo", "git__git_log"), ("time in tokyo", "time__now"),
+    }
+    assert main(["examples", "export", "--store", str(path), "--tool", "time__now"]) == 0
+    assert capsys.readouterr().out == '{"query": "time in tokyo", "tools": ["time__now"]}\n'
+    assert main(["examples", "prune", "--store", str(path), "--tool", "git__git_log"]) == 0
+    assert "removed 1" in capsys.readouterr().out
+    assert main(["examples", "clear", "--store", str(path)]) == 0
+    assert main(["examples", "--store", str(path)]) == 0
+    assert "no learned examples" in capsys.readouterr().out
+
+
+def test_pruning_without_a_filter_is_refused_with_what_to_do(tmp_path, capsys):
+    assert main(["examples", "prune", "--store", str(tmp_path / "usage.sqlite3")]) == 2
+    assert "use 'clear' to delete all" in capsys.readouterr().err
