@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Self
 
 import platformdirs
 
@@ -37,3 +41,23 @@ def open_database(path: Path, schema: str) -> sqlite3.Connection:
             f"cannot open the store {path}: {exc}; choose another path or set {DATA_DIR_ENV}"
         ) from exc
     return connection
+
+
+class SqliteStore:
+    """Base of the learning stores: one SQLite file, one lock serialising access to it."""
+
+    def __init__(self, path: Path, schema: str, clock: Callable[[], float] = time.time) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._db = open_database(self.path, schema)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

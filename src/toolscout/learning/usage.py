@@ -19,7 +19,7 @@ from pathlib import Path
 
 from toolscout.learning.examples import Example
 from toolscout.learning.phrases import MAX_PHRASE_CHARS, clean_phrase, phrase_key
-from toolscout.learning.storage import data_dir, open_database
+from toolscout.learning.storage import SqliteStore, data_dir
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class UsageEntry:
     last_seen: float
 
 
-class UsageStore:
+class UsageStore(SqliteStore):
     """A bounded SQLite table of learned (query, tool) pairs; oldest (by last use) evicted first."""
 
     def __init__(
@@ -76,21 +76,8 @@ class UsageStore:
         max_rows: int = MAX_ROWS,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.path = Path(path) if path is not None else default_usage_path()
+        super().__init__(path or default_usage_path(), _SCHEMA, clock)
         self.max_rows = max_rows
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._db = open_database(self.path, _SCHEMA)
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def __enter__(self) -> UsageStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def record(self, query: str, tool_id: str, server: str = "") -> None:
         """Count one observation of `tool_id` serving `query` (same normalised query: count + 1)."""

@@ -1,0 +1,132 @@
+"""Generated expansions on disk, keyed by tool fingerprint: each tool is expanded once.
+
+A tool's fingerprint covers its name, description, schema and annotations, so a tool that changes
+gets a new key and is expanded again, while an unchanged catalog costs no model call on restart.
+Rows also keep the tool id, name and server, for `toolscout expansions` to show without a catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from toolscout.catalog import ToolRecord
+from toolscout.learning.phrases import merge_phrases
+from toolscout.learning.storage import SqliteStore, data_dir
+
+EXPANSIONS_FILE = "expansions.sqlite3"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS expansions (
+    fingerprint TEXT PRIMARY KEY,
+    tool_id     TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    server      TEXT NOT NULL,
+    phrases     TEXT NOT NULL,
+    model       TEXT NOT NULL DEFAULT '',
+    created     REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS expansions_tool ON expansions (server, name);
+"""
+_COLUMNS = "fingerprint, tool_id, name, server, phrases, model, created"
+
+
+def default_expansions_path() -> Path:
+    return data_dir() / EXPANSIONS_FILE
+
+
+@dataclass(frozen=True)
+class CachedExpansion:
+    """The phrases generated for one version (fingerprint) of one tool."""
+
+    fingerprint: str
+    tool_id: str
+    name: str
+    server: str
+    phrases: tuple[str, ...]
+    # Which model wrote them, as the client reported it ('' when unknown).
+    model: str
+    created: float
+
+
+def _entry(row: Sequence[object]) -> CachedExpansion:
+    fingerprint, tool_id, name, server, phrases, model, created = row
+    return CachedExpansion(
+        str(fingerprint), str(tool_id), str(name), str(server),
+        tuple(json.loads(str(phrases))), str(model), float(created),  # type: ignore[arg-type]
+    )
+
+
+class ExpansionCache(SqliteStore):
+    """fingerprint -> generated phrases, in a SQLite file (one row per tool version)."""
+
+    def __init__(self, path: Path | None = None, *, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(path or default_expansions_path(), _SCHEMA, clock)
+
+    def get(self, fingerprint: str) -> CachedExpansion | None:
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {_COLUMNS} FROM expansions WHERE fingerprint = ?", (fingerprint,)
+            ).fetchone()
+        return _entry(row) if row else None
+
+    def put(self, record: ToolRecord, phrases: Iterable[str], *, model: str = "") -> CachedExpansion:
+        """Store the phrases generated for `record`; older versions of the same tool are dropped."""
+        entry = CachedExpansion(
+            record.fingerprint, record.id, record.name, record.server,
+            merge_phrases(phrases), model, self._clock(),
+        )
+        with self._lock, self._db:
+            # The previous version's phrases describe a tool that no longer exists.
+            self._db.execute(
+                "DELETE FROM expansions WHERE server = ? AND name = ? AND fingerprint != ?",
+                (entry.server, entry.name, entry.fingerprint),
+            )
+            self._db.execute(
+                f"INSERT OR REPLACE INTO expansions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (entry.fingerprint, entry.tool_id, entry.name, entry.server,
+                 json.dumps(list(entry.phrases)), entry.model, entry.created),
+            )
+        return entry
+
+    def _fingerprints(self) -> dict[str, tuple[str, ...]]:
+        with self._lock:
+            rows = self._db.execute("SELECT fingerprint, phrases FROM expansions").fetchall()
+        return {fingerprint: tuple(json.loads(phrases)) for fingerprint, phrases in rows}
+
+    def lookup(self, records: Iterable[ToolRecord]) -> dict[str, tuple[str, ...]]:
+        """fingerprint -> phrases for the records that have an entry (what `apply_expansions` takes)."""
+        cached = self._fingerprints()
+        return {
+            record.fingerprint: cached[record.fingerprint]
+            for record in records
+            if record.fingerprint in cached
+        }
+
+    def missing(self, records: Iterable[ToolRecord]) -> list[ToolRecord]:
+        """The records whose current version has never been expanded, in the given order."""
+        cached = self._fingerprints()
+        return [record for record in records if record.fingerprint not in cached]
+
+    def entries(self, tool_ids: Collection[str] | None = None) -> list[CachedExpansion]:
+        """Cached entries, optionally only those of `tool_ids`, ordered by tool id."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_COLUMNS} FROM expansions ORDER BY tool_id, created"
+            ).fetchall()
+        entries = [_entry(row) for row in rows]
+        if tool_ids is None:
+            return entries
+        wanted = set(tool_ids)
+        return [entry for entry in entries if entry.tool_id in wanted]
+
+    def forget(self, tool_ids: Collection[str]) -> int:
+        """Drop the entries of `tool_ids`, so they are expanded again; returns how many rows went."""
+        with self._lock, self._db:
+            return sum(
+                self._db.execute("DELETE FROM expansions WHERE tool_id = ?", (tool_id,)).rowcount
+                for tool_id in tool_ids
+            )
