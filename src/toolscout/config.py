@@ -215,6 +215,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
     ).lstrip(".") or "the entry"
     got = json.dumps(error.instance)
     got = got if len(got) <= 40 else got[:37] + "..."
+    if location == "timeout":
+        return f"'timeout' must be a positive number of seconds (got {got})"
     if error.validator == "type":
         wanted = {"object": "an object", "array": "a list", "number": "a number"}.get(
             str(error.validator_value), f"a {error.validator_value}")
@@ -222,8 +224,6 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if error.validator == "enum":
         choices = ", ".join(json.dumps(c) for c in error.validator_value)
         return f"'{location}' must be one of {choices} (got {got})"
-    if error.validator == "exclusiveMinimum":
-        return f"'{location}' must be a positive number of seconds (got {got})"
     if error.validator == "minLength":
         return f"'{location}' must not be empty"
     return f"'{location}': {error.message}"
