@@ -1,9 +1,12 @@
 import dataclasses
+import json
 
 from toolscout.catalog import ToolRecord
+from toolscout.cli import main
 from toolscout.learning.expansion import apply_expansions
 from toolscout.learning.expansion_cache import ExpansionCache, default_expansions_path
 from toolscout.learning.storage import DATA_DIR_ENV
+from toolscout.learning.usage import UsageStore
 
 LOG = ToolRecord(id="git__git_log", name="git_log", server="git", description="Shows the commit logs")
 STATUS = ToolRecord(id="git__git_status", name="git_status", server="git", description="Working tree status")
@@ -65,3 +68,30 @@ def test_entries_persist_filter_by_tool_id_and_can_be_forgotten(tmp_path):
         assert [entry.tool_id for entry in cache.entries(["git__git_status"])] == ["git__git_status"]
         assert cache.forget(["git__git_log"]) == 1
         assert cache.missing([LOG, STATUS]) == [LOG]
+
+
+def test_the_expansions_command_shows_each_source_of_a_tools_phrases(tmp_path, capsys):
+    registry = tmp_path / "servers.json"
+    registry.write_text('{"mcpServers": {}}', encoding="utf-8")
+    (tmp_path / "servers.overlay.json").write_text(json.dumps(
+        {"version": 1, "tools": {"git__*": {"synonyms": ["version control"]}}}
+    ), encoding="utf-8")
+    examples = tmp_path / "examples.jsonl"
+    examples.write_text('{"query": "what changed last week", "tools": ["git__git_log"]}\n', encoding="utf-8")
+    with UsageStore(tmp_path / "usage.sqlite3") as store:
+        store.record("show me the history", "git__git_log", "git")
+    with ExpansionCache(tmp_path / "expansions.sqlite3") as cache:
+        cache.put(LOG, ["past commits"], model="fake-1")
+
+    argv = ["expansions", "--registry", str(registry), "--examples", str(examples),
+            "--cache", str(tmp_path / "expansions.sqlite3"), "--store", str(tmp_path / "usage.sqlite3")]
+    assert main([*argv, "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert (row["tool_id"], row["overlay"], row["examples"], row["generated"], row["generated_by"]) == (
+        "git__git_log", ["version control"], ["what changed last week", "show me the history"],
+        ["past commits"], "fake-1",
+    )
+    assert main([*argv, "git__git_status"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "git__git_status", "  overlay (1): version control", "  examples (0): -", "  generated (0): -",
+    ]
