@@ -1,37 +1,58 @@
 """The one retrieval interface the gateway, the CLI and the evaluation harness use.
 
-Contract (kept stable while the engine behind it grows):
-
     engine = ToolSearch(settings)
-    engine.index(tools)          # sync, cheap: fits the lexical signals on a catalog snapshot
-    engine.complete(progress)    # sync, heavy: embeddings etc.; callers run it in a worker thread
+    engine.index(tools)          # sync, cheap: fits the keyword signals on a catalog snapshot
+    engine.complete(progress)    # sync, heavy: embeddings; callers run it in a worker thread
     engine.search(query, limit=5, servers=None) -> SearchResponse
 
-`index` may be called again at any time with a new catalog; searches keep answering from the last
-complete snapshot of each signal. No MCP imports here.
+Each signal scores every tool, keeps its best `max(candidates, 4 x limit)` among the allowed servers,
+and weighted Reciprocal Rank Fusion merges those rankings. `index` may be called again at any time;
+a search reads one immutable snapshot, swapped in atomically, and answers with keyword signals
+(saying so in `notice`) until `complete` has embedded the latest catalog. No MCP imports here.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-import bm25s
 import numpy as np
 
 from toolscout.catalog import ToolRecord
-from toolscout.index.text import tokenize, tool_document
+from toolscout.fusion import weighted_rrf
+from toolscout.index.base import NOT_RETRIEVED, Encoder, Query, Retriever
+from toolscout.index.bm25 import BM25Retriever
+from toolscout.index.dense import DenseRetriever
+from toolscout.index.embeddings import Embedder
+from toolscout.index.text import (
+    dense_document,
+    description_document,
+    expansion_document,
+    name_document,
+    tokenize,
+)
+from toolscout.settings import SearchSettings, parse_weights
+
+__all__ = [
+    "ProgressCallback",
+    "SearchHit",
+    "SearchResponse",
+    "SearchSettings",
+    "ToolSearch",
+    "parse_weights",
+]
+
+log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
 
-
-@dataclass(frozen=True)
-class SearchSettings:
-    """How the engine ranks; every field has a sensible default."""
-
-    rrf_k: int = 60
-    weights: Mapping[str, float] = field(default_factory=lambda: {"bm25": 1.0})
+PENDING_NOTICE = "semantic index is still being built; results use keyword signals only"
+EXACT_NAME = "exact_name"
+# Words of a query that may be a tool id or identifier-like name ("semgrep_scan", "srv__get-x").
+_IDENTIFIER = re.compile(r"[\w][\w\-.:/]*[\w]")
 
 
 @dataclass(frozen=True)
@@ -50,53 +71,174 @@ class SearchResponse:
     notice: str | None = None
 
 
-class ToolSearch:
-    """BM25 over one document per tool (the hybrid engine replaces the internals, not this API)."""
+@dataclass(frozen=True)
+class _Snapshot:
+    """Everything one search needs, built for one catalog and never mutated afterwards."""
 
-    def __init__(self, settings: SearchSettings | None = None) -> None:
+    tools: tuple[ToolRecord, ...] = ()
+    retrievers: Mapping[str, Retriever] = field(default_factory=dict)
+    dense_texts: tuple[str, ...] = ()
+    dense: DenseRetriever | None = None
+    servers: np.ndarray = field(default_factory=lambda: np.array([], dtype=object))
+    # Lower-cased exact forms (ids, names) -> tool positions, and the identifier-like subset that
+    # may also match inside a longer query.
+    exact: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    contained: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+class ToolSearch:
+    """Hybrid tool search over a replaceable catalog snapshot."""
+
+    def __init__(self, settings: SearchSettings | None = None, *, encoder: Encoder | None = None) -> None:
         self.settings = settings or SearchSettings()
-        self._lock = threading.Lock()
-        self._tools: tuple[ToolRecord, ...] = ()
-        self._bm25: bm25s.BM25 | None = None
+        self._snapshot = _Snapshot()
+        self._swap = threading.Lock()
+        self._dense_on = self.settings.enabled("dense")
+        self._embedder = Embedder(self.settings, encoder) if self._dense_on else None
 
     @property
     def tools(self) -> tuple[ToolRecord, ...]:
-        return self._tools
+        return self._snapshot.tools
 
     @property
     def pending(self) -> bool:
-        """True while a signal has not caught up with the latest catalog."""
-        return False
+        """True while the semantic signal has not caught up with the latest catalog."""
+        snapshot = self._snapshot
+        return (
+            self._embedder is not None
+            and self._embedder.error is None
+            and snapshot.dense is None
+            and bool(snapshot.tools)
+        )
 
     def index(self, tools: Sequence[ToolRecord]) -> None:
+        """Fit the keyword signals on `tools` and make them the catalog searched from now on."""
         tools = tuple(tools)
-        corpus = [tokenize(tool_document(tool)) or ["_"] for tool in tools]
-        model = bm25s.BM25()
-        if corpus:
-            model.index(corpus, show_progress=False)
-        with self._lock:
-            self._tools, self._bm25 = tools, (model if corpus else None)
+        settings = self.settings
+        retrievers: dict[str, Retriever] = {}
+        fields = {
+            "bm25_name": name_document,
+            "bm25_description": description_document,
+            "bm25_expansion": expansion_document,
+        }
+        token_docs: dict[str, list[list[str]]] = {}
+        for signal, document in fields.items():
+            if settings.enabled(signal) or settings.enabled("tfidf"):
+                token_docs[signal] = [tokenize(document(t), stem=settings.stem) for t in tools]
+            if settings.enabled(signal):
+                retrievers[signal] = BM25Retriever(token_docs[signal])
+        if settings.enabled("tfidf"):
+            from toolscout.index.tfidf import TfidfRetriever
+
+            merged = [sum((docs[i] for docs in token_docs.values()), []) for i in range(len(tools))]
+            retrievers["tfidf"] = TfidfRetriever(merged)
+        dense_texts = tuple(dense_document(t) for t in tools) if self._dense_on else ()
+        snapshot = _Snapshot(
+            tools=tools,
+            retrievers=retrievers,
+            dense_texts=dense_texts,
+            servers=np.array([t.server for t in tools], dtype=object),
+            **_exact_forms(tools),
+        )
+        if self._embedder is not None:
+            # Same texts as an embedded catalog (e.g. a re-listing): no need to wait for complete().
+            matrix = self._embedder.cached_matrix(dense_texts)
+            if matrix is not None:
+                snapshot = replace(snapshot, dense=DenseRetriever(matrix))
+        with self._swap:
+            self._snapshot = snapshot
 
     def complete(self, progress: ProgressCallback | None = None) -> None:
-        """Nothing heavy to do for BM25 alone."""
+        """Embed the latest catalog (cached vectors are reused); safe to call from a worker thread."""
+        if self._embedder is None:
+            return
+        while True:
+            snapshot = self._snapshot
+            if snapshot.dense is not None or not snapshot.tools:
+                return
+            matrix = self._embedder.matrix(snapshot.dense_texts, progress)
+            if matrix is None:  # the model could not be loaded; searches stay keyword-only
+                return
+            with self._swap:
+                if self._snapshot is snapshot:
+                    self._snapshot = replace(snapshot, dense=DenseRetriever(matrix))
+                    return
+            # index() replaced the catalog meanwhile: embed the new one (mostly cached by now).
 
     def search(
         self, query: str, *, limit: int = 5, servers: Collection[str] | None = None
     ) -> SearchResponse:
-        with self._lock:
-            tools, model = self._tools, self._bm25
-        tokens = tokenize(query)
-        if model is None or not tokens or limit <= 0:
-            return SearchResponse(hits=(), signals=("bm25",))
-        scores = np.asarray(model.get_scores(tokens))
-        allowed = set(servers) if servers else None
-        order = np.argsort(-scores, kind="stable")
-        hits: list[SearchHit] = []
-        for rank, position in enumerate(order, start=1):
-            tool = tools[int(position)]
-            if scores[position] <= 0 or len(hits) >= limit:
-                break
-            if allowed is not None and tool.server not in allowed:
-                continue
-            hits.append(SearchHit(tool=tool, score=float(scores[position]), ranks={"bm25": rank}))
-        return SearchResponse(hits=tuple(hits), signals=("bm25",))
+        snapshot = self._snapshot
+        settings = self.settings
+        signals = dict(snapshot.retrievers)
+        if snapshot.dense is not None:
+            signals["dense"] = snapshot.dense
+        notice = self._notice(snapshot)
+        text = query.strip()
+        if not text or limit <= 0 or not snapshot.tools:
+            return SearchResponse(hits=(), signals=tuple(signals), notice=notice)
+        embedding = None
+        if snapshot.dense is not None and self._embedder is not None:
+            embedding = self._embedder.encode_query(text)
+        request = Query(text=text, tokens=tuple(tokenize(text, stem=settings.stem)), embedding=embedding)
+        allowed = np.isin(snapshot.servers, list(servers)) if servers is not None else None
+        depth = max(settings.candidates, 4 * limit)
+        rankings = {name: _top(r.scores(request), allowed, depth) for name, r in signals.items()}
+        fused = weighted_rrf(rankings, settings.weights, k=settings.rrf_k)
+        scores = dict(fused)
+        order = [position for position, _ in fused]
+        exact: list[int] = []
+        if settings.exact_name_boost:
+            exact = [p for p in _exact_matches(snapshot, text) if allowed is None or allowed[p]]
+            exact.sort(key=lambda p: -scores.get(p, 0.0))
+            order = exact + [p for p in order if p not in set(exact)]
+        positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in rankings.items()}
+        hits = []
+        for position in order[:limit]:
+            ranks = {name: ranked[position] for name, ranked in positions.items() if position in ranked}
+            if position in exact:
+                ranks[EXACT_NAME] = 1
+            hits.append(SearchHit(snapshot.tools[position], scores.get(position, 0.0), ranks))
+        return SearchResponse(hits=tuple(hits), signals=tuple(signals), notice=notice)
+
+    def _notice(self, snapshot: _Snapshot) -> str | None:
+        if self._embedder is None or snapshot.dense is not None or not snapshot.tools:
+            return None
+        if self._embedder.error is not None:
+            return f"semantic search is unavailable ({self._embedder.error}); results use keyword signals only"
+        return PENDING_NOTICE
+
+
+def _top(scores: np.ndarray, allowed: np.ndarray | None, depth: int) -> list[int]:
+    """Positions of the best `depth` retrieved tools among the allowed ones, best first."""
+    if allowed is not None:
+        scores = np.where(allowed, scores, NOT_RETRIEVED)
+    valid = np.flatnonzero(scores > NOT_RETRIEVED)
+    if valid.size > depth:
+        valid = valid[np.argpartition(-scores[valid], depth - 1)[:depth]]
+    # Highest score first; equal scores in catalog order, so results are deterministic.
+    return valid[np.lexsort((valid, -scores[valid]))].tolist()
+
+
+def _exact_forms(tools: Sequence[ToolRecord]) -> dict[str, dict[str, tuple[int, ...]]]:
+    exact: dict[str, list[int]] = {}
+    contained: dict[str, list[int]] = {}
+    for position, tool in enumerate(tools):
+        for form in {tool.id.lower(), tool.name.lower()}:
+            exact.setdefault(form, []).append(position)
+        for raw in {tool.id, tool.name}:
+            # Only identifier-like names are distinctive enough to match inside a sentence:
+            # a tool called "search" must not jump first for every query that says "search".
+            if _IDENTIFIER.fullmatch(raw) and (re.search(r"[_\-.:/]", raw) or re.search(r"[a-z][A-Z]", raw)):
+                contained.setdefault(raw.lower(), []).append(position)
+    return {
+        "exact": {k: tuple(v) for k, v in exact.items()},
+        "contained": {k: tuple(v) for k, v in contained.items()},
+    }
+
+
+def _exact_matches(snapshot: _Snapshot, text: str) -> list[int]:
+    found = dict.fromkeys(snapshot.exact.get(text.strip("`'\" ").lower(), ()))
+    for word in _IDENTIFIER.findall(text):
+        found.update(dict.fromkeys(snapshot.contained.get(word.lower(), ())))
+    return list(found)

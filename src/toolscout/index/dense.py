@@ -1,0 +1,208 @@
+"""Dense embeddings: the only module that imports onnxruntime, torch or sentence-transformers.
+
+Two backends produce the same kind of vectors (mean-pooled, L2-normalised):
+- "onnx" (default): onnxruntime with the model's tokenizer.json. A packaged `.onnx` file is used
+  as is; a sentence-transformers folder is exported once to ONNX with int8 weights and cached on
+  disk. Importing onnxruntime takes a fraction of a second and a query encodes in a few
+  milliseconds on one thread, where torch costs seconds to import and ~4x more per query.
+- "torch": sentence-transformers itself, for models the exporter cannot handle.
+Everything heavy is imported inside functions, so importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolscout.errors import ConfigError
+from toolscout.index.base import Encoder, NOT_RETRIEVED, Query
+from toolscout.models import ModelLocation
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("onnx", "torch")
+_BATCH = 32
+_DEFAULT_MAX_TOKENS = 256
+
+
+class DenseRetriever:
+    """Cosine similarity between the query embedding and one normalised row per tool."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        self.size = len(self.matrix)
+
+    def scores(self, query: Query) -> np.ndarray:
+        if query.embedding is None or self.size == 0:
+            return np.full(self.size, NOT_RETRIEVED, dtype=np.float32)
+        return self.matrix @ query.embedding
+
+
+def load_encoder(location: ModelLocation, *, backend: str, work_dir: Path) -> Encoder:
+    """An encoder for `location`; `work_dir` holds what is derived from it (the exported ONNX)."""
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown embedding backend '{backend}'; use one of {', '.join(BACKENDS)}")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for a model hub
+    if backend == "torch":
+        return TorchEncoder(location)
+    onnx_file = location.onnx_file
+    if onnx_file is None:
+        if not location.has_weights:
+            raise ConfigError(f"embedding model '{location.spec}' has neither an .onnx file nor weights")
+        onnx_file = exported_onnx(location, work_dir)
+    return OnnxEncoder(location, onnx_file)
+
+
+def _max_tokens(folder: Path) -> int:
+    config = folder / "sentence_bert_config.json"
+    try:
+        return int(json.loads(config.read_text())["max_seq_length"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return _DEFAULT_MAX_TOKENS
+
+
+def _cls_pooling(folder: Path) -> bool:
+    config = folder / "1_Pooling" / "config.json"
+    try:
+        return bool(json.loads(config.read_text()).get("pooling_mode_cls_token"))
+    except (OSError, ValueError):
+        return False
+
+
+def _normalise(rows: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return (rows / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+class OnnxEncoder:
+    def __init__(self, location: ModelLocation, onnx_file: Path) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        self._onnxruntime = onnxruntime
+        self._file = onnx_file
+        self.model_id = f"{location.identity}/onnx:{onnx_file.name}"
+        self._cls = _cls_pooling(location.folder)
+        self._tokenizer = Tokenizer.from_file(str(location.tokenizer_file))
+        self._tokenizer.enable_truncation(max_length=_max_tokens(location.folder))
+        self._tokenizer.enable_padding()
+        # One thread answers a single query fastest and leaves the other core to the event loop;
+        # bulk encoding (a worker thread) gets its own session using every core.
+        self._query_session = self._session(threads=1)
+        self._bulk_session: Any = None
+        self._inputs = {i.name for i in self._query_session.get_inputs()}
+
+    def _session(self, threads: int) -> Any:
+        options = self._onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        return self._onnxruntime.InferenceSession(
+            str(self._file), options, providers=["CPUExecutionProvider"]
+        )
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) <= 2:
+            session = self._query_session
+        else:
+            if self._bulk_session is None:
+                self._bulk_session = self._session(threads=os.cpu_count() or 1)
+            session = self._bulk_session
+        # Batches of similar lengths waste less work on padding.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        rows: dict[int, np.ndarray] = {}
+        for start in range(0, len(order), _BATCH):
+            batch = order[start : start + _BATCH]
+            rows.update(zip(batch, self._run(session, [texts[i] for i in batch])))
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([rows[i] for i in range(len(texts))])
+
+    def _run(self, session: Any, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        hidden = session.run(None, feed)[0]
+        if hidden.ndim == 2:  # the file already pools
+            return _normalise(hidden)
+        if self._cls:
+            return _normalise(hidden[:, 0])
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return _normalise(pooled)
+
+
+class TorchEncoder:
+    def __init__(self, location: ModelLocation) -> None:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        self._torch = torch
+        self.model_id = f"{location.identity}/torch"
+        self._model = SentenceTransformer(str(location.folder), device="cpu")
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        # Two threads stall single-query encodes under load; bulk work may use every core.
+        self._torch.set_num_threads(1 if len(texts) <= 2 else os.cpu_count() or 1)
+        vectors = self._model.encode(
+            list(texts), batch_size=_BATCH, normalize_embeddings=True, show_progress_bar=False
+        )
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+
+def exported_onnx(location: ModelLocation, work_dir: Path) -> Path:
+    """The model exported to ONNX with dynamically quantised int8 weights, made once and cached."""
+    key = hashlib.sha256(location.identity.encode()).hexdigest()[:16]
+    target = work_dir / "onnx" / key / "model-int8.onnx"
+    if target.is_file():
+        return target
+    log.info("exporting %s to ONNX (once; cached in %s)", location.spec, target.parent)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from transformers import AutoModel
+
+    class _Hidden(torch.nn.Module):
+        def __init__(self, model: Any) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    model = _Hidden(AutoModel.from_pretrained(str(location.folder))).eval()
+    sample = torch.ones(1, 8, dtype=torch.long)
+    axes = {0: "batch", 1: "sequence"}
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    # The tracer warns about shapes it treats as constants; the axes above keep them dynamic.
+    with tempfile.TemporaryDirectory(dir=target.parent) as scratch, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fp32 = Path(scratch) / "model.onnx"
+        int8 = Path(scratch) / "model-int8.onnx"
+        torch.onnx.export(
+            model,
+            (sample, sample, torch.zeros_like(sample)),
+            str(fp32),
+            input_names=names,
+            output_names=["last_hidden_state"],
+            dynamic_axes={name: axes for name in [*names, "last_hidden_state"]},
+            opset_version=17,
+            dynamo=False,
+        )
+        quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
+        # Atomic: a concurrent process sees either no file or a whole one.
+        os.replace(int8, target)
+    return target

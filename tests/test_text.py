@@ -1,0 +1,54 @@
+from toolscout.catalog import ToolRecord
+from toolscout.index.text import (
+    dense_document,
+    description_document,
+    leading_verb,
+    name_document,
+    tokenize,
+)
+
+TOOL = ToolRecord(
+    id="github__createPullRequest",
+    name="createPullRequest",
+    server="github",
+    description="Open a pull request from a branch.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "base_branch": {"type": "string", "description": "Branch to merge into"},
+            "merge_method": {"type": "string", "enum": ["squash", "rebase"]},
+            "reviewers": {"type": "array", "items": {"type": "object", "properties": {"login": {}}}},
+        },
+    },
+)
+
+
+def test_identifiers_are_split_on_snake_camel_and_kebab_case():
+    # "by" is a stopword once split out of profileByID.
+    assert tokenize("get_user-profileByID HTTPServer v2") == [
+        "get", "user", "profile", "id", "http", "server", "v", "2"
+    ]
+
+
+def test_tokens_are_case_folded_and_stopwords_dropped():
+    assert tokenize("Can you please Find THE weather in Paris for me") == ["find", "weather", "paris"]
+
+
+def test_stemming_conflates_word_forms():
+    assert tokenize("searching searches", stem=True) == ["search", "search"]
+
+
+def test_the_name_document_holds_name_words_server_and_leading_verb():
+    assert leading_verb("createPullRequest") == "create"
+    assert name_document(TOOL) == "create Pull Request github create"
+
+
+def test_the_description_document_holds_parameters_their_descriptions_and_enum_values():
+    words = set(tokenize(description_document(TOOL)))
+    assert {"pull", "request", "base", "branch", "merge", "squash", "rebase", "login"} <= words
+
+
+def test_the_dense_document_reads_as_prose():
+    text = dense_document(TOOL)
+    assert text.startswith("create Pull Request (github). Open a pull request")
+    assert "Parameters: base branch (Branch to merge into); merge method; reviewers." in text
