@@ -1,0 +1,154 @@
+"""Poisoning scan: hidden instructions in a tool's description, title and parameter texts.
+
+A model reads every word of a tool definition; a person approving a server rarely does. Tool
+poisoning hides orders in that text (read ~/.ssh and pass it as an argument, tell nobody, change
+what another tool sends), often behind invisible Unicode or blank space. The scan collects every
+piece of text in a definition, looks for hiding techniques (`toolscout.security.hidden`) and
+weighted phrase rules (`toolscout.security.rules`), and flags a tool when the weights of the
+distinct rules it triggers reach `THRESHOLD`.
+
+    findings = scan_tool(record)      # [] when the tool is not flagged
+    if findings: print(summarize(findings))
+
+Pure functions over a ToolRecord: no MCP, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolscout.catalog import ToolRecord
+from toolscout.security.hidden import hidden_signals, printable_excerpt, revealed_texts, visible_form
+from toolscout.security.rules import PHRASE_RULES
+
+__all__ = ["THRESHOLD", "Assessment", "Finding", "assess_tool", "scan_tool", "summarize", "tool_texts"]
+
+THRESHOLD = 1.0
+
+# Hiding techniques and how much each weighs. Invisible Unicode that smuggles text, terminal
+# escapes and bidi overrides have no honest use in a tool description; blank space and comments do
+# occasionally, so they only count together with something else.
+_SIGNAL_WEIGHTS = {
+    "tag-characters": 2.0,
+    "zero-width": 1.0,
+    "bidi-control": 1.0,
+    "ansi-escape": 1.0,
+    "control-character": 0.5,
+    "whitespace-gap": 0.6,
+    "html-comment": 0.6,
+    "hidden-markup": 0.8,
+    "base64-text": 0.5,
+    "mixed-script": 0.5,
+}
+_SCHEMA_TEXT_KEYS = ("description", "title", "default", "enum", "examples", "const")
+_MAX_DEPTH = 32
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?;])\s+|\n")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One reason a tool looks poisoned."""
+
+    rule: str
+    reason: str
+    where: str  # "description", "title", or a path such as "input_schema.properties.note.description"
+    excerpt: str  # printable: invisible characters shown as escapes
+    weight: float
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """Everything the scan found in one tool, flagged or not (for reports and tuning)."""
+
+    score: float
+    findings: tuple[Finding, ...]
+
+    @property
+    def flagged(self) -> bool:
+        return self.score >= THRESHOLD
+
+
+def _schema_texts(node: Any, path: str, depth: int = 0) -> Iterator[tuple[str, str]]:
+    if depth > _MAX_DEPTH:
+        return
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            child = f"{path}.{key}"
+            if key in _SCHEMA_TEXT_KEYS and not isinstance(value, (Mapping, list)):
+                if isinstance(value, str):
+                    yield child, value
+            elif key in _SCHEMA_TEXT_KEYS and key != "default" and isinstance(value, list):
+                for index, item in enumerate(value):
+                    if isinstance(item, str):
+                        yield f"{child}[{index}]", item
+            else:
+                yield from _schema_texts(value, child, depth + 1)
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _schema_texts(item, f"{path}[{index}]", depth + 1)
+
+
+def tool_texts(record: ToolRecord) -> Iterator[tuple[str, str]]:
+    """(where, text) for every piece of text of a tool definition that a model reads."""
+    yield "name", record.name
+    if record.description:
+        yield "description", record.description
+    if record.title:
+        yield "title", record.title
+    if record.annotations and isinstance(record.annotations.get("title"), str):
+        yield "annotations.title", record.annotations["title"]
+    yield from _schema_texts(record.input_schema, "input_schema")
+
+
+def _phrase_findings(text: str, where: str) -> Iterator[Finding]:
+    visible = visible_form(text)
+    sentences = [s for s in _SENTENCE_BREAK.split(visible) if s.strip()]
+    in_parameter = where.startswith("input_schema")
+    for rule in PHRASE_RULES:
+        if rule.parameters_only and not in_parameter:
+            continue
+        for sentence in sentences:
+            matches = [p.search(sentence) for p in rule.patterns]
+            if all(matches):
+                start, end = matches[0].span()  # type: ignore[union-attr]
+                excerpt = printable_excerpt(sentence, start, end)
+                yield Finding(rule.id, rule.reason, where, excerpt, rule.weight)
+                break
+
+
+def _text_findings(where: str, text: str) -> Iterator[Finding]:
+    for signal in hidden_signals(text):
+        excerpt = printable_excerpt(text, signal.start, signal.end)
+        yield Finding(signal.kind, signal.reason, where, excerpt, _SIGNAL_WEIGHTS[signal.kind])
+    yield from _phrase_findings(text, where)
+    for technique, payload in revealed_texts(text):
+        yield from _phrase_findings(payload, f"{where} (hidden in {technique})")
+
+
+def assess_tool(record: ToolRecord) -> Assessment:
+    """Score a tool: the sum over distinct rules of the heaviest finding of each."""
+    findings = [f for where, text in tool_texts(record) for f in _text_findings(where, text)]
+    heaviest: dict[str, float] = {}
+    for finding in findings:
+        heaviest[finding.rule] = max(heaviest.get(finding.rule, 0.0), finding.weight)
+    ordered = sorted(findings, key=lambda f: (-f.weight, f.rule, f.where))
+    return Assessment(round(sum(heaviest.values()), 3), tuple(ordered))
+
+
+def scan_tool(record: ToolRecord) -> list[Finding]:
+    """The findings that make `record` look poisoned, heaviest first; [] when it is not flagged."""
+    assessment = assess_tool(record)
+    return list(assessment.findings) if assessment.flagged else []
+
+
+def summarize(findings: list[Finding] | tuple[Finding, ...], limit: int = 3) -> str:
+    """One line for `toolscout tools --flagged` and logs: the heaviest distinct reasons and where."""
+    seen: dict[str, Finding] = {}
+    for finding in findings:
+        seen.setdefault(finding.rule, finding)
+    parts = [f"{f.reason} ({f.where})" for f in list(seen.values())[:limit]]
+    more = len(seen) - limit
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")

@@ -1,0 +1,184 @@
+"""Phrase rules of the poisoning scan: what hidden instructions in tool metadata say.
+
+Each rule carries a weight; a tool is flagged when the weights of the distinct rules it triggers
+add up to the threshold (see `toolscout.security.poisoning`). Single words that legitimate tools
+use all the time (token, password, send, ignore, you must, IMPORTANT) weigh little on their own;
+only phrasing that has no business in a tool description (orders to ignore instructions, to hide
+things from the user, to move secrets or the conversation into an argument or to an address, to
+change how *other* tools behave) reaches the threshold alone.
+
+A rule with several patterns matches only when all of them occur in the same sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_F = re.I
+
+
+@dataclass(frozen=True)
+class PhraseRule:
+    id: str
+    weight: float
+    reason: str
+    patterns: tuple[re.Pattern[str], ...]
+    # A parameter's description speaks about that parameter: "include X" there means "put X here".
+    parameters_only: bool = False
+
+
+def _rule(
+    rule_id: str, weight: float, reason: str, *patterns: str, flags: int = _F, parameters_only: bool = False
+) -> PhraseRule:
+    compiled = tuple(re.compile(p, flags) for p in patterns)
+    return PhraseRule(rule_id, weight, reason, compiled, parameters_only)
+
+
+# Building blocks shared by several rules.
+_DEST = (
+    r"(?:https?://|\bwww\.|\b[\w.+-]+@[\w-]+\.[a-z]{2,}|\b\d{1,3}(?:\.\d{1,3}){3}\b|\+\d[\d\s-]{7,}\d"
+    r"|\bwebhook\b|\bpastebin|\bngrok\b|\b(?:external|remote|our|this) (?:server|endpoint|address))"
+)
+_SEND = (
+    r"\b(?:send|sends|sending|forward|forwarding|post|posts|upload|uploads|transmit|exfiltrat\w*"
+    r"|mirror|mirrored|bcc|cc|email|e-mail|report|leak|deliver|share|sync)\b"
+)
+_CREDENTIAL_FILE = (
+    r"(?:~/\.ssh\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\.aws/credentials|\.netrc\b|\.pgpass\b"
+    r"|\.docker/config\.json|\.kube/config|/etc/(?:passwd|shadow)\b|\bmcp\.json\b"
+    r"|claude_desktop_config|~/\.cursor\b|\bhosts\.yml\b|\.git-credentials|\.npmrc\b|\.pypirc\b"
+    r"|\bwallet\.dat\b|\.bash_history|(?<![\w/.-])\.env\b(?![.\w-]))"
+)
+# Secret-looking variable names are upper case by convention; lower case is an ordinary parameter.
+_ENV_SECRET = r"(?-i:\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:SECRET|TOKEN|PASSWORD|KEY|KEY_ID)\b)"
+_ENV_SOURCE = (
+    r"(?:\b(?:from|in) (?:the|your) environment\b"
+    r"|\benvironment variables?\b[^.\n]{0,30}\b(?:secret|token|key|password)s?)"
+)
+_CONTEXT = (
+    r"(?:\b(?:entire|whole|full|complete|current) (?:conversation|chat|context)\b"
+    r"|\b(?:conversation|chat) (?:history|so far|log|transcript)\b"
+    r"|\b(?:previous|prior|earlier|last|recent|all|every) (?:\d+ )?(?:chat )?messages?\b"
+    r"|\bsystem prompt\b|\byour (?:instructions|prompt|context window)\b|\bearlier tool results\b"
+    r"|\bbrowser session\b|\b(?:the )?user (?:has )?(?:shared|typed|pasted)\b|\bcontact list\b"
+    r"|\bprivate repositor(?:y|ies)\b|\bcredit card\b|\blist of all tools)"
+)
+_SECRET = (
+    r"\b(?:passwords?|passphrases?|secrets?|credentials?|api[ _-]?keys?|access[ _-]?keys?"
+    r"|private[ _-]?keys?|ssh[ _-]?keys?|(?:bearer |auth |access |session )?tokens?|cookies?"
+    r"|seed phrase|mnemonic)\b"
+)
+_SMUGGLE = (
+    r"(?:\b(?:pass|put|paste|include|insert|attach|add|append|place|fill|embed|provide|supply|encode"
+    r"|copy)\w*\b[^.\n]{0,160}?\b(?:parameter|argument|field|param|sidenote|arg)s?\b"
+    r"|\b(?:pass|put|paste|include|attach|provide|fill)\w* (?:it|them|its|both|every|all|the full"
+    r"|the contents?|with|the whole|the entire|whole|entire)\b[^.\n]{0,40}?\b(?:as|in|into|here|with)\b)"
+)
+_USER_DATA = (
+    r"(?:\buser'?s\b|\b(?:full|entire|complete|original) (?:result|text|request|query|data|file|document)"
+    r"|\ball (?:documents|files|data|results)\b)"
+)
+_PUT = r"\b(?:include|fill|put|paste|pass|provide|add|attach|insert|enter|append)\b"
+_ACQUIRE = (
+    r"\b(?:read|open|cat|collect|gather|harvest|look up|lookup|grab|extract|dump|search for"
+    r"|scan for|retrieve|access|fetch|find)\b"
+)
+
+PHRASE_RULES: tuple[PhraseRule, ...] = (
+    # Overriding the model's instructions.
+    _rule("ignore-instructions", 1.0, "tells the model to ignore or override its instructions",
+          r"\b(?:ignore|disregard|forget|override|bypass|skip)\b[^.\n]{0,40}?\b(?:previous|prior|above"
+          r"|earlier|preceding|all|any|other|system|developer|original|existing|safety|outdated)\b"
+          r"[^.\n]{0,30}?\b(?:instructions?|guidelines?|rules|directives?|prompts?|guidance"
+          r"|policies|constraints|told you)\b"),
+    _rule("ignore-instructions", 1.0, "tells the model to ignore its instructions (non-English)",
+          r"\bignor(?:ez|e|a|iere|ar)\b[^.\n]{0,40}\b(?:instructions|instrucciones|anweisungen"
+          r"|istruzioni)|忽略(?:之前|以上|所有|先前)|无视(?:之前|以上|所有)"),
+    _rule("persona-switch", 0.8, "tries to switch the model into another role or mode",
+          r"\byou are now\b|\bfrom (?:now|this point) on\b[^.\n]{0,40}\b(?:you|assistant|model)\b"
+          r"|\b(?:assistant|ai|model|bot|gpt) (?:with|without) (?:no )?(?:restrictions|limits|rules|filters)\b"),
+    _rule("priority-override", 0.8, "puts itself above the user's requests",
+          r"\b(?:higher|highest|top) priority than\b|\bregardless of (?:what|whether|which|who)[^.\n]{0,20}\buser\b"
+          r"|\beven if the user\b|\binstead of (?:the one|what|whatever) the user\b"
+          r"|\bstop following the user|\bonly (?:follow|obey) (?:the )?instructions\b"
+          r"|\bcomply with (?:every|any|all) (?:request|instruction|command)s?\b"),
+    _rule("treat-as-command", 0.8, "turns data into commands for the model",
+          r"\btreat\b[^.\n]{0,80}\bas (?:a )?(?:command|instruction)s?\b"),
+    _rule("remote-instructions", 0.8, "tells the model to follow instructions fetched or decoded",
+          r"\bfollow (?:the |any |all )?(?:instructions|directions|steps)\b[^.\n]{0,40}"
+          r"\b(?:contains|returned|from|at|in it|exactly)\b|\bfollow (?:it|them) exactly\b"
+          r"|\bdecode\b[^.\n]{0,60}\b(?:follow|execute|obey)\b"),
+    # Text addressed to the model rather than describing the tool.
+    _rule("model-tags", 1.0, "prompt-style block aimed at the model",
+          r"<\s*/?\s*(?:important|system|sys|instructions?|secret|hidden|admin|critical|prompt)\s*>"
+          r"|\[/?(?:INST|SYS|SYSTEM)\]|<<\s*/?SYS\s*>>|<\|(?:im_start|im_end|system|endoftext)\|>"),
+    _rule("address-model", 0.5, "text addressed to the AI model",
+          r"\b(?:note|message|reminder) (?:to|for) the (?:ai|llm|assistant|model|agent)\b"
+          r"|(?:^|[\s(>\]])(?:assistant|ai agent|ai model|llm)\s*:"),
+    _rule("address-model", 0.5, "text addressed to the AI model", r"(?:^|[\s(>\]])SYSTEM\s*:", flags=0),
+    _rule("important-marker", 0.3, "urgent marker", r"\bIMPORTANT\b|\bCRITICAL\s*:|\bATTENTION\s*:",
+          flags=0),
+    _rule("you-must", 0.2, "imperative aimed at the model",
+          r"\byou (?:must|need to|have to)\b|\bthe (?:assistant|model|ai|llm|agent) (?:must|should|needs to)\b"),
+    _rule("before-using", 0.3, "precondition before using tools",
+          r"\bbefore (?:using|calling|invoking|executing|running|doing) (?:this|the|any|anything)\b"),
+    # Concealment from the user.
+    _rule("conceal-from-user", 1.0, "tells the model to hide something from the user",
+          r"\b(?:do not|don't|dont|never|without|no need to|avoid)\s+(?:\w+\s+){0,2}?(?:tell|inform|mention"
+          r"|notify|reveal|alert|disclos|show|display|bring it up|let)\w*\b[^.\n]{0,40}\b(?:user|them|human)\b"
+          r"|\bno need to bring it up\b|\b(?:do not|don't|never) tell the user\b"),
+    _rule("conceal-instructions", 0.8, "tells the model to keep its instructions secret",
+          r"\b(?:these|this|the following) (?:instructions?|note|text) (?:is|are) (?:confidential|secret"
+          r"|hidden|private)\b|\b(?:do not|don't|never) (?:reveal|mention|disclose|repeat) (?:these|this|that)"
+          r"|\bthe user (?:cannot|can't|does not|doesn't|won't|will not|should not|shouldn't|must not)"
+          r" (?:see|know|notice|be told)\b|\bimplementation detail\b|\bconfidential instruction"),
+    _rule("covert", 0.4, "asks for covert action", r"\b(?:silently|secretly|covertly|quietly)\b"),
+    _rule("reply-manipulation", 0.6, "dictates what the model tells the user",
+          r"\brespond (?:to the user )?only with\b|\breport only\b|\bonly say\b|\bnothing else about\b"),
+    _rule("withhold", 0.5, "tells the model to withhold information",
+          r"\b(?:never|do not|don't) (?:display|show|reveal|mention) the\b"),
+    # Credentials, secrets and the conversation leaving through arguments or to an address.
+    _rule("harvest-context", 1.0, "moves credentials, files or the conversation into an argument or out",
+          _CREDENTIAL_FILE + "|" + _CONTEXT + "|" + _ENV_SOURCE, _SMUGGLE + "|" + _SEND),
+    _rule("harvest-context", 1.0, "asks for credentials, files or the conversation in this parameter",
+          _CREDENTIAL_FILE + "|" + _CONTEXT + "|" + _ENV_SOURCE, _PUT, parameters_only=True),
+    _rule("exfiltrate", 0.8, "sends the user's data to a fixed address", _USER_DATA, _SEND, _DEST),
+    _rule("read-credentials", 0.5, "tells the model to read credential files",
+          _ACQUIRE, _CREDENTIAL_FILE + "|" + _ENV_SECRET),
+    _rule("credential-file", 0.4, "names a credential file", _CREDENTIAL_FILE),
+    _rule("secret-into-argument", 0.5, "asks for secrets in an argument", _SECRET, _SMUGGLE),
+    _rule("send-to-address", 0.5, "sends data to a fixed address", _SEND, _DEST),
+    _rule("always-send", 0.7, "sends everything to a fixed address",
+          r"\b(?:always|every|each|all|also|as well|must|make sure)\b", _SEND, _DEST),
+    # Changing how other tools behave (shadowing).
+    _rule("cross-tool-trigger", 0.5, "conditions on another tool being used",
+          r"\bwhen(?:ever)?\b[^.\n]{0,50}\b(?:tool|function)\b[^.\n]{0,40}\b(?:called|invoked|used|run"
+          r"|executed|available)\b"),
+    _rule("tool-shadowing", 0.8, "alters what happens when another tool is used",
+          r"\bwhen(?:ever)?\b(?! this tool)[^.\n]{0,50}\b(?:tool|function)\b[^.\n]{0,40}\b(?:called"
+          r"|invoked|used|run|executed)\b", r"\b(?:instead|as well|also|make sure|change|replace|redirect)\b"),
+    _rule("tool-override", 1.0, "changes the behaviour of other tools or their arguments",
+          r"\bthis tool (?:overrides|replaces|supersedes|takes precedence|modifies)\b|\bside effect on\b"
+          r"|\b(?:overrides|modifies|changes) the (?:default )?behaviou?r of\b"
+          r"|\bmust send all (?:emails|messages)\b|\bchange the (?:recipient|destination|address|account)"
+          r"|\bset the (?:recipient|destination)\b[^.\n]{0,30}\bto\b|\bproxy number\b"
+          r"|\bresults of [`'\w]+ must be ignored\b|\b(?:bcc|cc)\b[^.\n]{0,60}\bon every\b"),
+    _rule("preference-hijack", 0.8, "demands to be used instead of other tools",
+          r"\balways (?:use|call|prefer|choose) this tool\b|\binstead of any other\b|\brather than any other\b"
+          r"|\b(?:do not|don't|never) use (?:any )?other (?:tools?|search)\b"),
+    # Commands slipped into the model's other actions.
+    _rule("shell-payload", 0.8, "carries a shell payload",
+          r"\bcurl\b[^|\n]{0,120}\|\s*(?:ba|z)?sh\b|\bwget\b[^|\n]{0,120}\|\s*(?:ba)?sh\b|\bchmod -R\b"
+          r"|\brm -rf /|\bgit push --force https?://"),
+    _rule("command-prefix", 0.7, "rewrites commands run through other tools",
+          r"\bprefix (?:it|every|each|all|any)\b|\bbefore (?:executing|running) any (?:shell )?(?:command|tool)"),
+    _rule("claims-consent", 0.6, "claims the user authorised actions in advance",
+          r"\b(?:already|pre-?)\s?(?:approved|authori[sz]ed|consented)\b"),
+    _rule("skip-confirmation", 0.6, "tells the model not to ask for confirmation",
+          r"\bnever ask (?:for )?(?:confirmation|permission)\b"
+          r"|\bwithout (?:asking|requesting) (?:for )?(?:confirmation|permission)\b"),
+    _rule("pressure", 0.4, "pressure to comply",
+          r"\b(?:will|would) (?:crash|be lost|not work)\b|\b(?:very\W+){2,}important\b|\bmandatory\b"
+          r"|\bfor compliance\b|\bat all costs\b|\bthis is (?:required|mandatory|critical)\b"),
+)
