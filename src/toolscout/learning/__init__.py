@@ -10,3 +10,26 @@
 
 Only sampling_mcp.py imports the MCP SDK; the rest is plain data and SQLite.
 """
+
+from toolscout.learning.examples import Example, example_pairs, load_example_files
+from toolscout.learning.expansion import apply_expansions
+from toolscout.learning.expansion_cache import ExpansionCache
+from toolscout.learning.overlays import Overlay, discover_overlays, load_overlays, unmatched_patterns
+from toolscout.learning.sampling import Expander, SamplingUnavailableError
+from toolscout.learning.usage import UsageStore, UsageTracker
+
+__all__ = [
+    "Example",
+    "ExpansionCache",
+    "Expander",
+    "Overlay",
+    "SamplingUnavailableError",
+    "UsageStore",
+    "UsageTracker",
+    "apply_expansions",
+    "discover_overlays",
+    "example_pairs",
+    "load_example_files",
+    "load_overlays",
+    "unmatched_patterns",
+]

@@ -35,6 +35,10 @@ def open_database(path: Path, schema: str) -> sqlite3.Connection:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(path, timeout=5.0, check_same_thread=False)
+        # WAL: a CLI command can read while the server writes; NORMAL sync is safe under WAL and
+        # keeps a write (one per successful tool call) from waiting on an fsync.
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
         connection.executescript(schema)
     except (OSError, sqlite3.Error) as exc:
         raise ConfigError(
