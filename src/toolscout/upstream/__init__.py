@@ -1,0 +1,23 @@
+"""Upstream MCP servers: one connection's lifecycle (`connection`), all of them (`pool`)."""
+
+from toolscout.upstream.connection import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_START_TIMEOUT,
+    State,
+    Upstream,
+    UpstreamStatus,
+)
+from toolscout.upstream.pool import Catalog, UpstreamPool
+from toolscout.upstream.records import build_catalog, tool_record
+
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_START_TIMEOUT",
+    "Catalog",
+    "State",
+    "Upstream",
+    "UpstreamPool",
+    "UpstreamStatus",
+    "build_catalog",
+    "tool_record",
+]

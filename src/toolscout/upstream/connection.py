@@ -1,0 +1,316 @@
+"""One upstream MCP server's lifecycle: connect, list its tools, follow changes, proxy calls.
+
+`Upstream.run()` is a single connection attempt: it connects (bounded by the start timeout),
+lists every page of tools, then serves until the upstream goes away or `stop()` is called, and
+returns with the upstream marked down and the reason recorded. It never raises on an upstream's
+failure, so a supervisor can simply call it again to restart (see `pool.py`).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from pydantic import ValidationError
+
+from toolscout import __version__
+from toolscout.config import ServerSpec, redact, resolve_command, upstream_environment
+from toolscout.errors import ToolscoutError, UpstreamError
+from toolscout.upstream.stderr import StderrTail
+from toolscout.upstream.streams import EndWatchingStream
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_START_TIMEOUT = 30.0
+# Below the 60 s after which hosts give up on a tool call, so the agent gets our clear error first.
+DEFAULT_CALL_TIMEOUT = 45.0
+# A server that pages forever (or repeats a cursor) must not hang the gateway.
+MAX_TOOL_PAGES = 500
+# After a stdio upstream stops, how long to wait for the last lines of its stderr.
+_STDERR_GRACE = 2.0
+
+
+class State(enum.StrEnum):
+    STARTING = "starting"
+    UP = "up"
+    DOWN = "down"
+
+
+@dataclass(frozen=True)
+class UpstreamStatus:
+    """What `toolscout tools` and the server's instructions say about one upstream."""
+
+    name: str
+    transport: str
+    state: State
+    reason: str | None
+    tool_count: int
+    summary: str
+
+
+def summarize(instructions: str | None, info: types.Implementation | None, tool_names: list[str]) -> str:
+    """One line saying what a server is for: its own words if it gave any, else its tool names."""
+    for text in (instructions, info.description if info else None):
+        if text and text.strip():
+            line = " ".join(text.split())
+            sentence = line.split(". ")[0].rstrip(".")
+            return sentence if len(sentence) <= 160 else sentence[:157].rstrip() + "..."
+    if info and info.title:
+        return info.title
+    shown = ", ".join(tool_names[:6])
+    return f"tools such as {shown}" if len(tool_names) > 6 else f"tools: {shown}" if shown else "no tools"
+
+
+def _describe(exc: BaseException) -> str:
+    """A short human reason for a failure, unwrapping task-group exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, ToolscoutError):
+        return str(exc)
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, MCPError):
+        return exc.message if exc.code != types.CONNECTION_CLOSED else "the connection closed"
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class Upstream:
+    """One upstream server; the pool owns one per registry entry."""
+
+    def __init__(
+        self,
+        spec: ServerSpec,
+        *,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.spec = spec
+        self.start_timeout = start_timeout
+        self.call_timeout = spec.timeout or call_timeout
+        self._on_change = on_change
+        self.state = State.STARTING
+        self.reason: str | None = None
+        self.tools: tuple[types.Tool, ...] = ()
+        self._instructions: str | None = None
+        self._info: types.Implementation | None = None
+        self._client: Client | None = None
+        self._stop = anyio.Event()
+        self._session_scope: anyio.CancelScope | None = None
+        self._tools_changed = anyio.Event()
+        self._was_up = False
+        # Set once the first attempt has either connected or failed.
+        self.settled = anyio.Event()
+        # Set by the supervisor when it will not run this upstream again.
+        self.finished = anyio.Event()
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def status(self) -> UpstreamStatus:
+        return UpstreamStatus(
+            name=self.name,
+            transport=self.spec.transport,
+            state=self.state,
+            reason=self.reason,
+            tool_count=len(self.tools) if self.state is State.UP else 0,
+            summary=summarize(self._instructions, self._info, [tool.name for tool in self.tools]),
+        )
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._session_scope is not None:
+            self._session_scope.cancel()
+
+    async def run(self) -> bool:
+        """One connection attempt, served until it ends; records why it ended.
+
+        Returns whether the upstream came up during this attempt (a supervisor's backoff resets then).
+        """
+        if self.spec.error:
+            self._mark_down(self.spec.error)
+            return False
+        self.state, self.reason, self._was_up = State.STARTING, None, False
+        tail = StderrTail(self.name, redact=self._redact) if self.spec.transport == "stdio" else None
+        async with anyio.create_task_group() as tg:
+            if tail is not None:
+                tg.start_soon(tail.pump)
+            try:
+                reason = await self._connect_and_serve(tail)
+            except Exception as exc:  # noqa: BLE001 - any failure of one upstream is contained here
+                reason = _describe(exc) if self._was_up else f"failed to start: {_describe(exc)}"
+            if tail is not None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_STDERR_GRACE):
+                    await tail.closed.wait()
+                if reason and tail.tail():
+                    reason = f"{reason}; stderr: {tail.tail()}"
+            tg.cancel_scope.cancel()
+        self._mark_down(reason)
+        return self._was_up
+
+    def give_up(self, attempts: int) -> None:
+        """Called by the supervisor: no more restarts; the status says so."""
+        self.reason = f"{self.reason} (gave up after {attempts} failed attempt{'s' if attempts > 1 else ''})"
+        logger.error("upstream '%s': %s", self.name, self.reason)
+
+    async def _connect_and_serve(self, tail: StderrTail | None) -> str | None:
+        ended, connected = anyio.Event(), anyio.Event()
+        # One scope spans the whole session, so the start watchdog and stop() can end it from
+        # outside without breaking the nesting of the SDK's own task groups.
+        session_scope = anyio.CancelScope()
+        self._session_scope = session_scope
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._start_watchdog, session_scope, connected)
+            with session_scope:
+                async with AsyncExitStack() as stack:
+                    client = Client(
+                        self._transport(tail, ended),
+                        mode="legacy",
+                        cache=None,
+                        message_handler=self._on_message,
+                        client_info=types.Implementation(name="toolscout", version=__version__),
+                    )
+                    await stack.enter_async_context(client)
+                    self._instructions = client.instructions
+                    self._info = client.server_info
+                    self.tools = await self._list_tools(client)
+                    connected.set()
+                    await self._serve(client, ended)
+            tg.cancel_scope.cancel()
+        if self._stop.is_set():
+            return None
+        if not connected.is_set():
+            return f"did not start within {self.start_timeout:g} s"
+        return "the upstream closed the connection (it exited or crashed)"
+
+    async def _start_watchdog(self, session_scope: anyio.CancelScope, connected: anyio.Event) -> None:
+        with anyio.move_on_after(self.start_timeout):
+            await connected.wait()
+        if not connected.is_set():
+            session_scope.cancel()
+
+    async def _serve(self, client: Client, ended: anyio.Event) -> None:
+        self._client = client
+        self.state, self._was_up = State.UP, True
+        self.settled.set()
+        logger.info("upstream '%s' connected: %d tools", self.name, len(self.tools))
+        self._on_change()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._follow_tool_changes, client)
+                await ended.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            self._client = None
+
+    @asynccontextmanager
+    async def _transport(self, tail: StderrTail | None, ended: anyio.Event) -> AsyncIterator[Any]:
+        spec = self.spec
+        async with AsyncExitStack() as stack:
+            if spec.transport == "stdio":
+                assert tail is not None
+                params = StdioServerParameters(
+                    command=resolve_command(spec),
+                    args=list(spec.args),
+                    env=upstream_environment(spec),
+                    cwd=spec.cwd,
+                )
+                try:
+                    read, write = await stack.enter_async_context(stdio_client(params, errlog=tail.writer()))
+                finally:
+                    # The child holds its own copy now (or was never spawned); ours would hide EOF.
+                    tail.release_writer()
+            elif spec.transport == "http":
+                http = await stack.enter_async_context(create_mcp_http_client(headers=dict(spec.headers)))
+                read, write = await stack.enter_async_context(
+                    streamable_http_client(spec.url or "", http_client=http)
+                )
+            else:
+                read, write = await stack.enter_async_context(
+                    sse_client(spec.url or "", headers=dict(spec.headers))
+                )
+            yield EndWatchingStream(read, ended), write
+
+    async def _list_tools(self, client: Client) -> tuple[types.Tool, ...]:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        seen_cursors: set[str] = set()
+        for _ in range(MAX_TOOL_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor or cursor in seen_cursors:
+                break
+            seen_cursors.add(cursor)
+        else:
+            logger.warning("upstream '%s' listed more than %d pages of tools; kept those", self.name, MAX_TOOL_PAGES)
+        return tuple(tools)
+
+    async def _on_message(self, message: Any) -> None:
+        # Runs inside the session's receive path: never await a request here, only signal.
+        if isinstance(message, types.ToolListChangedNotification):
+            self._tools_changed.set()
+        elif isinstance(message, Exception):
+            logger.debug("upstream '%s' transport error: %s", self.name, self._redact(str(message)))
+
+    async def _follow_tool_changes(self, client: Client) -> None:
+        """Re-list after each tools/list_changed; a burst of notifications costs one re-list."""
+        while True:
+            await self._tools_changed.wait()
+            self._tools_changed = anyio.Event()
+            try:
+                with anyio.fail_after(self.call_timeout):
+                    tools = await self._list_tools(client)
+            except Exception as exc:  # noqa: BLE001 - keep serving the previous list
+                logger.warning("upstream '%s': re-listing tools failed: %s", self.name, _describe(exc))
+                continue
+            self.tools = tools
+            logger.info("upstream '%s' changed its tools: now %d", self.name, len(tools))
+            self._on_change()
+
+    async def call(self, tool: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
+        """Proxy one tools/call; every failure becomes an UpstreamError naming this upstream."""
+        client = self._client
+        if client is None or self.state is not State.UP:
+            raise UpstreamError(self.name, f"is not available ({self.reason or self.state.value})")
+        timeout = self.call_timeout
+        try:
+            # The SDK's own timeout sends the upstream a cancellation; ours is only a backstop.
+            with anyio.fail_after(timeout + 1.0):
+                return await client.call_tool(tool, dict(arguments), read_timeout_seconds=timeout)
+        except (TimeoutError, MCPError) as exc:
+            if isinstance(exc, TimeoutError) or exc.code == types.REQUEST_TIMEOUT:
+                raise UpstreamError(self.name, f"did not answer '{tool}' within {timeout:g} s") from exc
+            if exc.code == types.CONNECTION_CLOSED:
+                raise UpstreamError(self.name, f"closed the connection during '{tool}' (it may have crashed)") from exc
+            raise UpstreamError(self.name, f"rejected '{tool}': {self._redact(exc.message)}") from exc
+        except (RuntimeError, ValidationError) as exc:
+            raise UpstreamError(self.name, f"returned an invalid result for '{tool}': {self._redact(str(exc))}") from exc
+
+    def _mark_down(self, reason: str | None) -> None:
+        was_up = self.state is State.UP
+        self.state = State.DOWN
+        self.reason = self._redact(reason or "stopped")
+        self.settled.set()
+        if reason and not self._stop.is_set():
+            logger.warning("upstream '%s' is down: %s", self.name, self.reason)
+        if was_up:
+            self._on_change()
+
+    def _redact(self, text: str) -> str:
+        return redact(text, self.spec.secrets)

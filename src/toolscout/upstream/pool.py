@@ -1,0 +1,145 @@
+"""All upstreams together: started concurrently, supervised, and seen as one catalog.
+
+    async with UpstreamPool(specs, on_change=...) as pool:
+        await pool.wait_settled(10)          # every upstream connected or failed (bounded)
+        catalog = pool.catalog()             # ToolRecords with exposed ids over every upstream
+        result = await pool.call(tool_id_record, arguments)
+
+A slow or dead upstream never blocks the others: each start is bounded by its own timeout and runs
+in its own task. An upstream whose session ends is restarted with capped exponential backoff,
+and given up on after `max_restarts` consecutive failed attempts (visible in its status).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+
+from toolscout.catalog import ToolRecord
+from toolscout.config import ServerSpec
+from toolscout.errors import UpstreamError
+from toolscout.upstream.connection import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_START_TIMEOUT,
+    State,
+    Upstream,
+    UpstreamStatus,
+)
+from toolscout.upstream.records import build_catalog
+
+logger = logging.getLogger(__name__)
+
+RESTART_BASE_DELAY = 1.0
+RESTART_MAX_DELAY = 60.0
+DEFAULT_MAX_RESTARTS = 5
+# On shutdown, how long upstreams get to close (stdio: stdin closed, then the process tree killed).
+_SHUTDOWN_GRACE = 8.0
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """An immutable snapshot of every tool of every connected upstream."""
+
+    tools: tuple[ToolRecord, ...] = ()
+    by_id: Mapping[str, ToolRecord] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tools: Sequence[ToolRecord]) -> Catalog:
+        tools = tuple(tools)
+        return cls(tools=tools, by_id={tool.id: tool for tool in tools})
+
+    @property
+    def fingerprint(self) -> tuple[tuple[str, str], ...]:
+        """Changes whenever a tool appears, disappears or changes its definition."""
+        return tuple((tool.id, tool.fingerprint) for tool in self.tools)
+
+
+class UpstreamPool:
+    def __init__(
+        self,
+        specs: Sequence[ServerSpec],
+        *,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        max_restarts: int = DEFAULT_MAX_RESTARTS,
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.max_restarts = max_restarts
+        self.upstreams: dict[str, Upstream] = {
+            spec.name: Upstream(spec, start_timeout=start_timeout, call_timeout=call_timeout, on_change=on_change)
+            for spec in specs
+        }
+        self._stopping = False
+        self._task_group: anyio.abc.TaskGroup | None = None
+
+    async def __aenter__(self) -> UpstreamPool:
+        self._task_group = anyio.create_task_group()
+        await self._task_group.__aenter__()
+        for upstream in self.upstreams.values():
+            self._task_group.start_soon(self._supervise, upstream, name=f"upstream {upstream.name}")
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        assert self._task_group is not None
+        self._stopping = True
+        for upstream in self.upstreams.values():
+            upstream.stop()
+        # Upstream shutdowns are bounded and shielded inside the SDK; this is only a backstop.
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_SHUTDOWN_GRACE):
+            await self._wait_all_stopped()
+        self._task_group.cancel_scope.cancel()
+        return await self._task_group.__aexit__(exc_type, exc, tb)
+
+    async def _wait_all_stopped(self) -> None:
+        for upstream in self.upstreams.values():
+            await upstream.finished.wait()
+
+    async def _supervise(self, upstream: Upstream) -> None:
+        failures = 0
+        try:
+            while not self._stopping:
+                was_up = await upstream.run()
+                if self._stopping or upstream.spec.error:
+                    return
+                failures = 0 if was_up else failures + 1
+                if failures > self.max_restarts:
+                    if self.max_restarts:
+                        upstream.give_up(failures)
+                    return
+                delay = min(RESTART_BASE_DELAY * 2 ** max(failures - 1, 0), RESTART_MAX_DELAY)
+                logger.info("upstream '%s': restarting in %g s", upstream.name, delay)
+                await anyio.sleep(delay)
+        finally:
+            upstream.finished.set()
+
+    async def wait_settled(self, timeout: float) -> bool:
+        """Wait until every upstream has connected or failed once; False if `timeout` ran out first."""
+        with anyio.move_on_after(timeout):
+            for upstream in self.upstreams.values():
+                await upstream.settled.wait()
+            return True
+        return False
+
+    def statuses(self) -> list[UpstreamStatus]:
+        return [self.upstreams[name].status() for name in sorted(self.upstreams)]
+
+    def catalog(self) -> Catalog:
+        """Records of the tools of every upstream that is up, with ids assigned over all of them."""
+        live = {name: up.tools for name, up in self.upstreams.items() if up.state is State.UP}
+        return Catalog.of(build_catalog(live))
+
+    async def call(self, tool: ToolRecord, arguments: Mapping[str, Any]) -> types.CallToolResult:
+        """Call `tool` on the upstream that owns it (never on another one with a same-named tool)."""
+        upstream = self.upstreams.get(tool.server)
+        if upstream is None:
+            raise UpstreamError(tool.server, "is not configured")
+        return await upstream.call(tool.name, arguments)
