@@ -1,0 +1,183 @@
+"""The gateway: the upstream pool and the search engine, kept in step over one catalog.
+
+    async with Gateway(specs, ToolSearch(settings)) as gateway:
+        await gateway.ready(timeout)              # first starts settled, catalog indexed
+        response = await gateway.search("convert a time zone", limit=5)
+        result = await gateway.call(gateway.catalog.by_id[tool_id], arguments)
+
+Whenever an upstream connects, goes down or changes its tools, the catalog is rebuilt (ids over
+all upstreams), the engine re-indexed in a worker thread, and listeners told (the MCP server
+refreshes its descriptions and notifies its clients). The engine's heavy `complete()` step
+(embeddings) runs after each re-index in a worker thread in the background; until it is done,
+searches answer from what the engine has, with a notice.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+import mcp_types as types
+
+from toolscout.catalog import ToolRecord
+from toolscout.config import ServerSpec
+from toolscout.search import SearchResponse, ToolSearch
+from toolscout.upstream import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_START_TIMEOUT,
+    Catalog,
+    UpstreamPool,
+    UpstreamStatus,
+)
+from toolscout.upstream.pool import DEFAULT_MAX_RESTARTS
+
+logger = logging.getLogger(__name__)
+
+CatalogListener = Callable[[Catalog], Awaitable[None]]
+
+
+class _ProgressLog:
+    """Logs the engine's progress on stderr at most every few seconds (called from a worker thread)."""
+
+    def __init__(self, interval: float = 5.0) -> None:
+        self._interval = interval
+        self._last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done >= total or now - self._last >= self._interval:
+            self._last = now
+            logger.info("indexing tools: %d/%d", done, total)
+
+
+class Gateway:
+    def __init__(
+        self,
+        specs: Sequence[ServerSpec],
+        engine: ToolSearch,
+        *,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        max_restarts: int = DEFAULT_MAX_RESTARTS,
+    ) -> None:
+        self.engine = engine
+        self.pool = UpstreamPool(
+            specs,
+            start_timeout=start_timeout,
+            call_timeout=call_timeout,
+            max_restarts=max_restarts,
+            on_change=self._on_pool_change,
+        )
+        self.catalog = Catalog()
+        self._listeners: list[CatalogListener] = []
+        self._changed = anyio.Event()
+        self._sync_lock = anyio.Lock()
+        self._needs_complete = anyio.Event()
+        self._indexed_generation = 0
+        self._completed_generation = 0
+        self._completed = anyio.Event()
+        self._task_group: anyio.abc.TaskGroup | None = None
+
+    async def __aenter__(self) -> Gateway:
+        # Entered in this order and left in the reverse one: task-group scopes must nest.
+        await self.pool.__aenter__()
+        self._task_group = anyio.create_task_group()
+        await self._task_group.__aenter__()
+        self._task_group.start_soon(self._follow_changes, name="catalog sync")
+        self._task_group.start_soon(self._complete_in_background, name="engine completion")
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        assert self._task_group is not None
+        # Stop following the pool first: upstreams going down at shutdown must not re-index.
+        self._task_group.cancel_scope.cancel()
+        try:
+            await self._task_group.__aexit__(None, None, None)
+        finally:
+            await self.pool.__aexit__(exc_type, exc, tb)
+        return None
+
+    def add_listener(self, listener: CatalogListener) -> None:
+        """`listener(catalog)` is awaited after each re-index."""
+        self._listeners.append(listener)
+
+    def statuses(self) -> list[UpstreamStatus]:
+        return self.pool.statuses()
+
+    async def ready(self, timeout: float) -> bool:
+        """Wait (bounded) for every upstream's first start to settle, then index what is up.
+
+        Returns False if some upstream was still starting when `timeout` ran out; it joins the
+        catalog whenever it comes up.
+        """
+        settled = await self.pool.wait_settled(timeout)
+        await self.sync()
+        return settled
+
+    async def wait_complete(self) -> None:
+        """Wait until the engine's `complete()` has caught up with the latest index."""
+        while self._completed_generation < self._indexed_generation:
+            await self._completed.wait()
+
+    async def sync(self) -> None:
+        """Rebuild the catalog from the pool; re-index and notify only if it changed."""
+        async with self._sync_lock:
+            catalog = self.pool.catalog()
+            if catalog.fingerprint == self.catalog.fingerprint and self._indexed_generation:
+                return
+            await anyio.to_thread.run_sync(self.engine.index, catalog.tools)
+            self.catalog = catalog
+            self._indexed_generation += 1
+            self._needs_complete.set()
+            logger.info("catalog: %d tools from %d upstreams", len(catalog.tools), len({t.server for t in catalog.tools}))
+            for listener in self._listeners:
+                try:
+                    await listener(catalog)
+                except Exception:  # noqa: BLE001 - a listener's failure must not stop re-indexing
+                    logger.exception("catalog listener failed")
+
+    async def search(
+        self, query: str, *, limit: int, servers: Collection[str] | None = None
+    ) -> SearchResponse:
+        # Query encoding may take tens of milliseconds: keep it off the event loop.
+        return await anyio.to_thread.run_sync(
+            lambda: self.engine.search(query, limit=limit, servers=servers)
+        )
+
+    async def call(self, tool: ToolRecord, arguments: Mapping[str, Any]) -> types.CallToolResult:
+        return await self.pool.call(tool, arguments)
+
+    def _on_pool_change(self) -> None:
+        self._changed.set()
+
+    async def _follow_changes(self) -> None:
+        while True:
+            await self._changed.wait()
+            self._changed = anyio.Event()
+            try:
+                await self.sync()
+            except Exception:  # noqa: BLE001 - keep serving the previous catalog
+                logger.exception("re-indexing the catalog failed; searches use the previous one")
+
+    async def _complete_in_background(self) -> None:
+        progress = _ProgressLog()
+        while True:
+            await self._needs_complete.wait()
+            self._needs_complete = anyio.Event()
+            generation = self._indexed_generation
+            try:
+                # Abandoned on shutdown: the thread finishes on its own; nobody waits for it.
+                await anyio.to_thread.run_sync(self.engine.complete, progress, abandon_on_cancel=True)
+            except Exception:  # noqa: BLE001 - searches stay available from the cheaper signals
+                logger.exception("completing the search index failed; searches use the signals that are ready")
+            self._completed_generation = generation
+            self._completed.set()
+            self._completed = anyio.Event()

@@ -1,0 +1,276 @@
+"""The MCP server an agent talks to: exactly two tools, `search_tools` and `execute_tool`.
+
+Built on the SDK's low-level `Server` because the tool descriptions and the instructions are
+generated from the live catalog (`describe.py`) and change while the server runs. Every failure
+reaches the agent as an `isError` result with actionable text; never as a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+
+from toolscout import __version__, describe
+from toolscout.errors import ToolCallError, UpstreamError
+from toolscout.gateway import Gateway
+from toolscout.packing import pack
+from toolscout.search import SearchHit
+from toolscout.upstream import Catalog, State
+from toolscout.validation import parse_arguments, unknown_tool, validate_arguments
+
+logger = logging.getLogger(__name__)
+
+SEARCH_TOOL = "search_tools"
+EXECUTE_TOOL = "execute_tool"
+DEFAULT_LIMIT = 5
+MAX_LIMIT = 50
+# Clients we announce catalog changes to; old HTTP sessions fall off the end.
+_MAX_TRACKED_SESSIONS = 256
+
+_SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "tools": {"type": "array", "items": {"type": "object"}},
+        "notice": {"type": ["string", "null"]},
+        "omitted": {"type": "integer", "minimum": 0},
+    },
+    "required": ["tools", "omitted"],
+}
+
+
+class _GatewayServer(Server[Any]):
+    """The SDK server, advertising tools.listChanged (the meta-tools' descriptions change)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions
+        )
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
+class MetaTools:
+    """Handlers of the two meta-tools over one gateway."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self._sessions: deque[ServerSession] = deque(maxlen=_MAX_TRACKED_SESSIONS)
+
+    # --- tools/list ------------------------------------------------------------------------
+
+    def tools(self) -> list[types.Tool]:
+        statuses, catalog = self.gateway.statuses(), self.gateway.catalog
+        servers: dict[str, Any] = {"type": "array", "items": {"type": "string"}, "description": (
+            "Only search the tools of these servers (optional)."
+        )}
+        names = sorted({tool.server for tool in catalog.tools})
+        if names:
+            servers["items"]["enum"] = names
+        return [
+            types.Tool(
+                name=SEARCH_TOOL,
+                title="Search tools",
+                description=describe.search_description(statuses, catalog),
+                input_schema={
+                    "type": "object",
+                    "properties": {
+                        "query": {"type": "string", "minLength": 1, "description": "What you need to do, in plain words."},
+                        "limit": {
+                            "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
+                            "description": "How many tools to return.",
+                        },
+                        "servers": servers,
+                        "max_tokens": {
+                            "type": "integer", "minimum": 1,
+                            "description": "Token budget for the result; tools that do not fit are left out.",
+                        },
+                    },
+                    "required": ["query"],
+                },
+                output_schema=_SEARCH_OUTPUT_SCHEMA,
+                annotations=types.ToolAnnotations(title="Search tools", read_only_hint=True, open_world_hint=False),
+            ),
+            types.Tool(
+                name=EXECUTE_TOOL,
+                title="Execute a tool",
+                description=describe.execute_description(),
+                input_schema={
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "description": "The tool's id, as returned by search_tools."},
+                        "arguments": {
+                            "type": ["object", "string"],
+                            "description": "Arguments matching the tool's input schema, as a JSON object.",
+                        },
+                    },
+                    "required": ["name"],
+                },
+                annotations=types.ToolAnnotations(
+                    title="Execute a tool", read_only_hint=False, destructive_hint=True, open_world_hint=True
+                ),
+            ),
+        ]
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self.tools())
+
+    # --- tools/call ------------------------------------------------------------------------
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        arguments = params.arguments or {}
+        try:
+            if params.name == SEARCH_TOOL:
+                return await self.search(arguments)
+            if params.name == EXECUTE_TOOL:
+                return await self.execute(arguments)
+            return _error(f"Unknown tool '{params.name}'. This server has two tools: {SEARCH_TOOL} and {EXECUTE_TOOL}.")
+        except ToolCallError as exc:
+            return _error(str(exc))
+        except UpstreamError as exc:
+            return _error(f"{exc}. Try again later, or use search_tools to find another tool for the task.")
+        except Exception as exc:  # noqa: BLE001 - the agent gets a message, the log gets the traceback
+            logger.exception("%s failed", params.name)
+            return _error(f"toolscout failed to handle {params.name}: {type(exc).__name__}: {exc}")
+
+    async def search(self, arguments: dict[str, Any]) -> types.CallToolResult:
+        query, limit, servers, max_tokens = self._search_arguments(arguments)
+        response = await self.gateway.search(query, limit=limit, servers=servers)
+        entries = [search_entry(hit) for hit in response.hits]
+        omitted = 0
+        if max_tokens is not None:
+            entries, omitted = pack(entries, max_tokens, lambda entry: json.dumps(entry, ensure_ascii=False))
+        notices = [response.notice] if response.notice else []
+        if omitted:
+            notices.append(f"{omitted} matching tool(s) left out to fit max_tokens={max_tokens}.")
+        if not entries and not omitted:
+            notices.append("No tool matched. Try other words, or a broader description of the task.")
+        down = self._down(servers)
+        if down:
+            notices.append(f"Not available right now (their tools cannot be found): {', '.join(down)}.")
+        result = {"tools": entries, "notice": " ".join(notices) or None, "omitted": omitted}
+        return types.CallToolResult(
+            content=[types.TextContent(text=json.dumps(result, ensure_ascii=False))],
+            structured_content=result,
+        )
+
+    def _search_arguments(self, arguments: dict[str, Any]) -> tuple[str, int, list[str] | None, int | None]:
+        query = arguments.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise ToolCallError(
+                "'query' must be a non-empty string describing the task, e.g. 'convert a time between time zones'."
+            )
+        limit = arguments.get("limit", DEFAULT_LIMIT)
+        if limit is None:
+            limit = DEFAULT_LIMIT
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise ToolCallError(f"'limit' must be an integer from 1 to {MAX_LIMIT}; got {json.dumps(limit)}.")
+        servers = arguments.get("servers")
+        if isinstance(servers, str):
+            servers = [servers]
+        if servers is not None:
+            if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
+                raise ToolCallError("'servers' must be a list of server names.")
+            known = sorted(self.gateway.pool.upstreams)
+            unknown = [s for s in servers if s not in known]
+            if unknown:
+                raise ToolCallError(
+                    f"Unknown server name(s): {', '.join(unknown)}. Known servers: {', '.join(known) or 'none'}."
+                )
+            servers = servers or None
+        max_tokens = arguments.get("max_tokens")
+        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
+            raise ToolCallError(f"'max_tokens' must be a positive integer; got {json.dumps(max_tokens)}.")
+        return query.strip(), limit, servers, max_tokens
+
+    def _down(self, servers: list[str] | None) -> list[str]:
+        return [
+            s.name for s in self.gateway.statuses()
+            if s.state is not State.UP and (servers is None or s.name in servers)
+        ]
+
+    async def execute(self, arguments: dict[str, Any]) -> types.CallToolResult:
+        name = arguments.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise ToolCallError("'name' must be the id of a tool, as returned by search_tools.")
+        catalog = self.gateway.catalog
+        tool = catalog.by_id.get(name.strip())
+        if tool is None:
+            raise unknown_tool(name.strip(), catalog.by_id)
+        tool_arguments = parse_arguments(arguments.get("arguments"))
+        validate_arguments(tool, tool_arguments)
+        return await self.gateway.call(tool, tool_arguments)
+
+    # --- telling clients about changes --------------------------------------------------------
+
+    async def track_sessions(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """Middleware: remember each client that completed the handshake, to notify it later."""
+        result = await call_next(ctx)
+        if ctx.method == "notifications/initialized":
+            self._sessions.append(ctx.session)
+        return result
+
+    async def catalog_changed(self, server: Server[Any], catalog: Catalog) -> None:
+        server.instructions = describe.instructions(self.gateway.statuses(), catalog)
+        for session in list(self._sessions):
+            try:
+                await session.send_tool_list_changed()
+            except Exception:  # noqa: BLE001 - a client that went away is simply forgotten
+                self._sessions.remove(session)
+
+
+def search_entry(hit: SearchHit) -> dict[str, Any]:
+    """One search result, shaped like a tools/list entry plus what routing needs."""
+    tool = hit.tool
+    entry: dict[str, Any] = {
+        "id": tool.id,
+        "server": tool.server,
+        "name": tool.name,
+        "title": tool.display_title,
+        "description": tool.description,
+        "inputSchema": dict(tool.input_schema),
+    }
+    if tool.annotations:
+        entry["annotations"] = dict(tool.annotations)
+    entry["score"] = round(hit.score, 4)
+    return entry
+
+
+def build_server(gateway: Gateway) -> Server[Any]:
+    """The MCP server for `gateway`; its descriptions follow the gateway's catalog."""
+    meta = MetaTools(gateway)
+    server = _GatewayServer(
+        "toolscout",
+        version=__version__,
+        title="toolscout",
+        description="Search and run the tools of many MCP servers through two tools.",
+        instructions=describe.instructions(gateway.statuses(), gateway.catalog),
+        on_list_tools=meta.list_tools,
+        on_call_tool=meta.call_tool,
+    )
+    server.middleware.append(meta.track_sessions)
+
+    async def refresh(catalog: Catalog) -> None:
+        await meta.catalog_changed(server, catalog)
+
+    gateway.add_listener(refresh)
+    return server
