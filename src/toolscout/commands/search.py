@@ -1,0 +1,77 @@
+"""`toolscout search "QUERY"`: connect, index, and print the tools an agent would get."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+
+import anyio
+
+from toolscout.commands._gateway import (
+    add_registry_options,
+    add_search_options,
+    fail,
+    load_specs,
+    open_gateway,
+)
+from toolscout.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("search", help="search the upstream tools from the command line")
+    parser.add_argument("query", help="what you need to do, in plain words")
+    add_registry_options(parser)
+    add_search_options(parser)
+    parser.add_argument("-k", type=int, default=5, help="how many tools to show (default 5)")
+    parser.add_argument("--server", action="append", dest="servers", metavar="NAME", help="only this server")
+    parser.add_argument("--json", action="store_true", help="print JSON (the search_tools result)")
+    parser.add_argument("--explain", action="store_true", help="show each signal's rank of each tool")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.query.strip():
+        return fail("search", "the query is empty; describe the task in a few words")
+    if not 1 <= args.k <= 50:
+        return fail("search", "-k must be from 1 to 50")
+    try:
+        specs = load_specs(args)
+    except ConfigError as exc:
+        return fail("search", str(exc))
+    return anyio.run(_search, args, specs)
+
+
+async def _search(args: argparse.Namespace, specs: list) -> int:
+    from toolscout.server import search_entry
+
+    async with open_gateway(args, specs, max_restarts=0) as gateway:
+        await gateway.ready(args.start_timeout + 5)
+        for status in gateway.statuses():
+            if status.reason:
+                logger.warning("upstream '%s' is %s: %s", status.name, status.state.value, status.reason)
+        known = {status.name for status in gateway.statuses()}
+        unknown = sorted(set(args.servers or ()) - known)
+        if unknown:
+            return fail("search", f"unknown server(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        await gateway.wait_complete()
+        response = await gateway.search(args.query, limit=args.k, servers=args.servers)
+    if args.json:
+        entries = [search_entry(hit) | ({"ranks": dict(hit.ranks)} if args.explain else {}) for hit in response.hits]
+        print(json.dumps({"tools": entries, "notice": response.notice}, indent=2, ensure_ascii=False))
+        return 0
+    if response.notice:
+        print(f"note: {response.notice}")
+    if not response.hits:
+        print("no tool matched")
+    for rank, hit in enumerate(response.hits, start=1):
+        description = " ".join(hit.tool.description.split())
+        print(f"{rank:>2}. {hit.tool.id}  (score {hit.score:.4f})")
+        if description:
+            print(f"    {description[:150]}{'...' if len(description) > 150 else ''}")
+        if args.explain:
+            ranks = ", ".join(f"{signal}={hit.ranks[signal]}" for signal in response.signals if signal in hit.ranks)
+            print(f"    ranks: {ranks or 'none'}")
+    return 0
