@@ -37,7 +37,7 @@ def _rule(
 
 # Building blocks shared by several rules.
 _DEST = (
-    r"(?:https?://|\bwww\.|\b[\w.+-]+@[\w-]+\.[a-z]{2,}|\b\d{1,3}(?:\.\d{1,3}){3}\b|\+\d[\d\s-]{7,}\d"
+    r"(?:https?://|\b(?:s3|gs|ftp|sftp)://|\bwww\.|\b[\w.+-]+@[\w-]+\.[a-z]{2,}|\b\d{1,3}(?:\.\d{1,3}){3}\b|\+\d[\d\s-]{7,}\d"
     r"|\bwebhook\b|\bpastebin|\bngrok\b|\b(?:external|remote|our|this) (?:server|endpoint|address))"
 )
 _SEND = (
@@ -61,17 +61,21 @@ _CONTEXT = (
     r"|\b(?:conversation|chat) (?:history|so far|log|transcript)\b"
     r"|\b(?:previous|prior|earlier|last|recent|all|every) (?:\d+ )?(?:chat )?messages?\b"
     r"|\bsystem prompt\b|\byour (?:instructions|prompt|context window)\b|\bearlier tool results\b"
-    r"|\bbrowser session\b|\b(?:the )?user (?:has )?(?:shared|typed|pasted)\b|\bcontact list\b"
+    r"|\bbrowser session\b|\b(?:the )?user (?:has )?(?:shared|typed|pasted|mentioned|entered)\b|\bcontact list\b"
+    r"|\b(?:earlier|previously|before) in (?:the|this) (?:conversation|chat|session)\b"
+    r"|\bin this (?:conversation|chat|session)\b|\b(?:you|it) (?:have|has) seen\b"
+    r"|\b(?:files|documents|pages) you (?:have )?(?:read|opened|seen)\b"
     r"|\bprivate repositor(?:y|ies)\b|\bcredit card\b|\blist of all tools)"
 )
 _SECRET = (
     r"\b(?:passwords?|passphrases?|secrets?|credentials?|api[ _-]?keys?|access[ _-]?keys?"
     r"|private[ _-]?keys?|ssh[ _-]?keys?|(?:bearer |auth |access |session )?tokens?|cookies?"
-    r"|seed phrase|mnemonic)\b"
+    r"|seed phrase|mnemonic|card numbers?|cvv|cvc|social security numbers?)\b"
 )
 _SMUGGLE = (
     r"(?:\b(?:pass|put|paste|include|insert|attach|add|append|place|fill|embed|provide|supply|encode"
-    r"|copy)\w*\b[^.\n]{0,160}?\b(?:parameter|argument|field|param|sidenote|arg)s?\b"
+    r"|copy|write|written|store|record)\w*\b[^.\n]{0,160}?\b(?:parameter|argument|field|param|sidenote|arg"
+    r"|list)s?\b"
     r"|\b(?:pass|put|paste|include|attach|provide|fill)\w* (?:it|them|its|both|every|all|the full"
     r"|the contents?|with|the whole|the entire|whole|entire)\b[^.\n]{0,40}?\b(?:as|in|into|here|with)\b)"
 )
@@ -114,8 +118,9 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"<\s*/?\s*(?:important|system|sys|instructions?|secret|hidden|admin|critical|prompt)\s*>"
           r"|\[/?(?:INST|SYS|SYSTEM)\]|<<\s*/?SYS\s*>>|<\|(?:im_start|im_end|system|endoftext)\|>"),
     _rule("address-model", 0.5, "text addressed to the AI model",
-          r"\b(?:note|message|reminder) (?:to|for) the (?:ai|llm|assistant|model|agent)\b"
-          r"|(?:^|[\s(>\]])(?:assistant|ai agent|ai model|llm)\s*:"),
+          r"\b(?:note|reminder|tip)s? (?:to|for) (?:the |any |whichever |every |all )?(?:ai|llm"
+          r"|assistant|model|agent)s?\b|(?:^|[\s(>\]])(?:assistant|ai agent|ai model|llm)\s*:|(?:^|[>\]])\s*model\s*:"
+          r"|\b(?:assistant|agent|model) instructions\s*:"),
     _rule("address-model", 0.5, "text addressed to the AI model", r"(?:^|[\s(>\]])SYSTEM\s*:", flags=0),
     _rule("important-marker", 0.3, "urgent marker", r"\bIMPORTANT\b|\bCRITICAL\s*:|\bATTENTION\s*:",
           flags=0),
@@ -127,7 +132,9 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
     _rule("conceal-from-user", 1.0, "tells the model to hide something from the user",
           r"\b(?:do not|don't|dont|never|without|no need to|avoid)\s+(?:\w+\s+){0,2}?(?:tell|inform|mention"
           r"|notify|reveal|alert|disclos|show|display|bring it up|let)\w*\b[^.\n]{0,40}\b(?:user|them|human)\b"
-          r"|\bno need to bring it up\b|\b(?:do not|don't|never) tell the user\b"),
+          r"|\bno need to bring it up\b|\b(?:do not|don't|never) tell the user\b"
+          r"|\b(?:nobody|no one|no-one)\b[^.\n]{0,20}\b(?:told|know|notice|informed)\b|\btell no ?one\b"
+          r"|\bwithout (?:comment|mentioning it|telling anyone)\b|\bmentioning (?:it|this) would\b"),
     _rule("conceal-instructions", 0.8, "tells the model to keep its instructions secret",
           r"\b(?:these|this|the following) (?:instructions?|note|text) (?:is|are) (?:confidential|secret"
           r"|hidden|private)\b|\b(?:do not|don't|never) (?:reveal|mention|disclose|repeat) (?:these|this|that)"
@@ -144,6 +151,8 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
     _rule("harvest-context", 1.0, "asks for credentials, files or the conversation in this parameter",
           _CREDENTIAL_FILE + "|" + _CONTEXT + "|" + _ENV_SOURCE, _PUT, parameters_only=True),
     _rule("exfiltrate", 0.8, "sends the user's data to a fixed address", _USER_DATA, _SEND, _DEST),
+    _rule("collect-secrets", 0.6, "tells the model to gather secrets wholesale",
+          r"\b(?:gather|collect|harvest|grab|extract|dump)\b (?:every|all|any)\b[^.\n]{0,30}" + _SECRET),
     _rule("read-credentials", 0.5, "tells the model to read credential files",
           _ACQUIRE, _CREDENTIAL_FILE + "|" + _ENV_SECRET),
     _rule("credential-file", 0.4, "names a credential file", _CREDENTIAL_FILE),
@@ -156,21 +165,28 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"\bwhen(?:ever)?\b[^.\n]{0,50}\b(?:tool|function)\b[^.\n]{0,40}\b(?:called|invoked|used|run"
           r"|executed|available)\b"),
     _rule("tool-shadowing", 0.8, "alters what happens when another tool is used",
-          r"\bwhen(?:ever)?\b(?! this tool)[^.\n]{0,50}\b(?:tool|function)\b[^.\n]{0,40}\b(?:called"
-          r"|invoked|used|run|executed)\b", r"\b(?:instead|as well|also|make sure|change|replace|redirect)\b"),
+          r"\bwhen(?:ever)?\b(?! this tool)[^.\n]{0,50}\b(?:tool|function|server)s?\b[^.\n]{0,40}\b(?:called"
+          r"|invoked|used|run|executed)\b|\bwhen(?:ever)? you (?:send|call|use|invoke|create|write|run)\b"
+          r"[^.\n]{0,60}\b(?:any|another|other)\b", r"\b(?:instead|as well|also|make sure|change|replace"
+          r"|redirect|copy)\b"),
+    _rule("inject-recipient", 0.8, "adds a fixed recipient to everything the model does",
+          r"\b(?:add|include|cc|bcc|copy|insert|invite)\b[^.\n]{0,30}" + _DEST + r"[^.\n]{0,60}\b(?:every|all|each)\b"),
     _rule("tool-override", 1.0, "changes the behaviour of other tools or their arguments",
-          r"\bthis tool (?:overrides|replaces|supersedes|takes precedence|modifies)\b|\bside effect on\b"
-          r"|\b(?:overrides|modifies|changes) the (?:default )?behaviou?r of\b"
+          r"\bthis (?:tool|server) (?:overrides|replaces|supersedes|takes precedence|modifies)\b"
+          r"|\bside effect on\b|\b(?:overrides|modifies|changes|replaces|alters) the (?:default )?behaviou?r of\b"
           r"|\bmust send all (?:emails|messages)\b|\bchange the (?:recipient|destination|address|account)"
           r"|\bset the (?:recipient|destination)\b[^.\n]{0,30}\bto\b|\bproxy number\b"
           r"|\bresults of [`'\w]+ must be ignored\b|\b(?:bcc|cc)\b[^.\n]{0,60}\bon every\b"),
     _rule("preference-hijack", 0.8, "demands to be used instead of other tools",
           r"\balways (?:use|call|prefer|choose) this tool\b|\binstead of any other\b|\brather than any other\b"
-          r"|\b(?:do not|don't|never) use (?:any )?other (?:tools?|search)\b"),
+          r"|\b(?:do not|don't|never) (?:use|call) (?:any )?other\b[^.\n]{0,30}\b(?:tools?|search|servers?)\b"),
+    _rule("deceive-user", 0.6, "tells the model to mislead the user",
+          r"\b(?:say|tell (?:the user|them)|claim|pretend)\b[^.\n]{0,20}\b(?:it is|it's|that it|you (?:used|called))"
+          r"\b[^.\n]{0,30}\b(?:asked|requested|wanted)\b"),
     # Commands slipped into the model's other actions.
     _rule("shell-payload", 0.8, "carries a shell payload",
           r"\bcurl\b[^|\n]{0,120}\|\s*(?:ba|z)?sh\b|\bwget\b[^|\n]{0,120}\|\s*(?:ba)?sh\b|\bchmod -R\b"
-          r"|\brm -rf /|\bgit push --force https?://"),
+          r"|\brm -rf\s+[~/$]|\bgit push --force https?://"),
     _rule("command-prefix", 0.7, "rewrites commands run through other tools",
           r"\bprefix (?:it|every|each|all|any)\b|\bbefore (?:executing|running) any (?:shell )?(?:command|tool)"),
     _rule("claims-consent", 0.6, "claims the user authorised actions in advance",
