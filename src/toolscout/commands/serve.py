@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import socket
+from typing import Any
 
 import anyio
 
@@ -32,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_search_options(parser)
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765; 0 picks a free one)")
     parser.add_argument(
         "--ready-wait", type=float, default=DEFAULT_READY_WAIT, metavar="SECONDS",
         help=f"wait this long for upstreams before serving (default {DEFAULT_READY_WAIT:g})",
@@ -47,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
         return fail("serve", str(exc))
     try:
         anyio.run(_serve, args, specs)
+    except ConfigError as exc:
+        return fail("serve", str(exc))
     except KeyboardInterrupt:
         return 130
     return 0
@@ -65,9 +69,21 @@ async def _serve(args: argparse.Namespace, specs: list) -> None:
             async with stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
         else:
-            import uvicorn
+            await _serve_http(server, args.host, args.port)
 
-            app = server.streamable_http_app(host=args.host)
-            logger.info("serving MCP over HTTP at http://%s:%d/mcp", args.host, args.port)
-            config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", lifespan="on")
-            await uvicorn.Server(config).serve()
+
+async def _serve_http(server: Any, host: str, port: int) -> None:
+    import uvicorn
+
+    # Bound here rather than by uvicorn so that port 0 works and the real address can be logged.
+    try:
+        sock = socket.create_server((host, port))
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp", shown, bound_port)
+    # DNS-rebinding protection (Host/Origin checks) is on when bound to a loopback address.
+    app = server.streamable_http_app(host=host)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve(sockets=[sock])

@@ -1,0 +1,49 @@
+"""`toolscout tools` and `toolscout search` against real upstream subprocesses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import failing_server, python_server, write_registry
+
+from toolscout.cli import main
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_registry(
+        tmp_path_factory.mktemp("cli") / "servers.json",
+        {
+            "notes": python_server("notes_server.py"),
+            "weather": python_server("weather_server.py"),
+            "broken": failing_server("error: cannot open database /nonexistent/db.sqlite"),
+        },
+    )
+
+
+def test_tools_lists_each_upstream_with_its_status_tool_count_and_failure_reason(
+    registry: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["tools", "--registry", str(registry), "--json", "--start-timeout", "30"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["notes"]["state"] == "up" and rows["notes"]["tool_count"] == 4
+    assert rows["weather"]["state"] == "up" and rows["weather"]["tool_count"] == 3
+    assert rows["broken"]["state"] == "down"
+    assert "cannot open database /nonexistent/db.sqlite" in rows["broken"]["reason"]
+
+
+def test_search_prints_the_ranked_tools_with_each_signals_rank(
+    registry: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["search", "delete a note", "--registry", str(registry), "--model", "none", "-k", "2", "--explain"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(" 1. notes__delete_note")
+    assert any(line.strip().startswith("ranks: bm25") for line in lines)
+
+
+def test_a_registry_that_cannot_be_read_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["search", "anything", "--registry", str(tmp_path / "missing.json")]) == 2
+    assert "missing.json" in capsys.readouterr().err
