@@ -10,22 +10,19 @@ import dataclasses
 import json
 import logging
 import sys
-from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING
 
 from toolscout.errors import ToolscoutError
 from toolscout.eval import SLICE_FIELDS, EvalRun, load_dataset, run_engine, sample_queries
+from toolscout.eval.ablation import run_ablation
 from toolscout.eval.report import markdown_table, rows_of, slice_rows, write_report
 
 if TYPE_CHECKING:
     # The engine is imported when a command runs, not when the CLI parser is built.
-    from toolscout.search import SearchSettings
+    from toolscout.settings import SearchSettings
 
 logger = logging.getLogger(__name__)
-
-# Signals that need the embedding model; every other signal is lexical.
-MODEL_SIGNALS = frozenset({"dense", "intent"})
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -59,17 +56,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         dataset = load_dataset(args.dataset)
         base = settings_from_args(args)
-        configurations = ablation_settings(base) if args.ablation else {"toolscout": base}
         queries = sample_queries(dataset.queries, args.limit_queries)
         logger.info("%s: %d tools, %d queries", dataset.name, len(dataset.tools), len(queries))
-        runs = [
-            run_engine(
-                settings, dataset, args.k, queries=queries, label=label,
-                index_progress=_progress(f"{label}: embedding tools"),
-                progress=_progress(f"{label}: queries"),
-            )
-            for label, settings in configurations.items()
-        ]
+        if args.ablation:
+            runs = run_ablation(base, dataset, args.k, queries=queries, reporter=_report_progress)
+        else:
+            runs = [run_engine(base, dataset, args.k, queries=queries, label="toolscout",
+                               index_progress=partial(_report_progress, "toolscout", "embedding"),
+                               progress=partial(_report_progress, "toolscout", "queries"))]
         if args.report:
             slices = [args.by] if args.by else _present_slices(dataset.queries)
             paths = write_report(args.report, dataset.name, runs, slice_fields=slices,
@@ -82,70 +76,24 @@ def run(args: argparse.Namespace) -> int:
 
 
 def settings_from_args(args: argparse.Namespace) -> SearchSettings:
-    """The engine defaults, overridden by --weights, restricted by --signals, with --model."""
-    from toolscout.search import SearchSettings
+    """The engine defaults, with --weights, restricted to --signals, with --model."""
+    from toolscout.settings import SearchSettings, parse_signals, parse_weights
 
-    defaults = SearchSettings()
-    weights = dict(defaults.weights)
-    if args.weights:
-        weights = dict(parse_weights(args.weights))
-    if args.signals:
-        chosen = [name.strip() for name in args.signals.split(",") if name.strip()]
-        known = set(known_signals())
-        unknown = [name for name in chosen if name not in known]
-        if unknown or not chosen:
-            raise ToolscoutError(
-                f"unknown signal(s) {', '.join(unknown) or '(none given)'}; "
-                f"choose from {', '.join(sorted(known))}"
-            )
-        # A chosen signal keeps its weight, or gets 1 when the defaults leave it off.
-        weights = {name: weights.get(name) or 1.0 for name in chosen}
-    return with_weights(defaults, weights, model=args.model)
-
-
-def ablation_settings(base: SearchSettings) -> dict[str, SearchSettings]:
-    """Each active signal alone, all lexical signals fused, and the full configuration."""
-    active = {name: weight for name, weight in base.weights.items() if weight > 0}
-    configurations = {name: with_weights(base, {name: 1.0}) for name in active}
-    lexical = {name: weight for name, weight in active.items() if name not in MODEL_SIGNALS}
-    if len(lexical) > 1:
-        configurations["lexical fusion"] = with_weights(base, lexical)
-    if len(active) > 1 and active != lexical:
-        configurations["hybrid"] = base
-    return configurations
-
-
-def with_weights(
-    settings: SearchSettings, weights: Mapping[str, float], *, model: str | None = None
-) -> SearchSettings:
-    """`settings` with new weights; the model is dropped when no signal needs it, so it never loads."""
-    changes: dict[str, object] = {"weights": dict(weights)}
-    fields = {field.name for field in dataclasses.fields(settings)}
-    if "model" in fields:
-        if model is not None:
-            changes["model"] = None if model.lower() in ("none", "off", "") else model
-        if not MODEL_SIGNALS.intersection(name for name, w in weights.items() if w > 0):
-            changes["model"] = None
-    return dataclasses.replace(settings, **changes)
-
-
-def known_signals() -> tuple[str, ...]:
-    from toolscout import search
-
-    return tuple(getattr(search, "SIGNALS", None) or search.SearchSettings().weights)
-
-
-def parse_weights(text: str) -> Mapping[str, float]:
-    """`name=weight,...` through the engine's parser (one syntax across serve, search, eval)."""
-    from toolscout import search
-
-    parser: Callable[[str], Mapping[str, float]] | None = getattr(search, "parse_weights", None)
-    if parser is None:
-        raise ToolscoutError("--weights needs toolscout.search.parse_weights, which this build lacks")
     try:
-        return parser(text)
+        weights = parse_weights(args.weights) if args.weights else dict(SearchSettings().weights)
+        if args.signals:
+            # Chosen signals keep their (given or default) weight; the others are off.
+            chosen = parse_signals(args.signals)
+            weights = {name: weights.get(name) or default for name, default in chosen.items()}
+        settings = SearchSettings(weights=weights)
     except ValueError as exc:
-        raise ToolscoutError(f"--weights: {exc}") from exc
+        raise ToolscoutError(str(exc)) from exc
+    if args.model:
+        settings = dataclasses.replace(settings, model=args.model)
+    if not any(settings.enabled(name) for name in ("dense", "intent")):
+        # No signal needs the model: never load it.
+        settings = dataclasses.replace(settings, model=None)
+    return settings
 
 
 def _print_results(args: argparse.Namespace, runs: list[EvalRun]) -> None:
@@ -167,14 +115,10 @@ def _describe(settings: SearchSettings) -> dict[str, object]:
     return {field.name: getattr(settings, field.name) for field in dataclasses.fields(settings)}
 
 
-def _progress(what: str) -> Callable[[int, int], None]:
-    """Log about ten progress lines per phase, whatever its size."""
-
-    def report(done: int, total: int) -> None:
-        if done == total or done % max(1, total // 10) == 0:
-            logger.info("%s %d/%d", what, done, total)
-
-    return report
+def _report_progress(label: str, phase: str, done: int, total: int) -> None:
+    # About ten lines per phase, whatever its size.
+    if done == total or done % max(1, total // 10) == 0:
+        logger.info("%s: %s %d/%d", label, phase, done, total)
 
 
 def _fail(message: str) -> int:

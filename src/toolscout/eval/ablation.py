@@ -1,0 +1,89 @@
+"""Signal ablation: each signal alone, the lexical signals fused, and the full configuration.
+
+Which signals take part is read from the engine itself (the signals its answer reports), so a
+signal that is configured but cannot run here (no examples for `intent`, no model) is not listed.
+A signal that retrieves nothing on the data set (e.g. `bm25_expansion` before any tool has
+expansions) is left out of the table, and the log says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from toolscout.errors import ToolscoutError
+from toolscout.eval.datasets import Dataset, Query
+from toolscout.eval.runner import EvalRun, build_engine, engine_ranker, evaluate, run_engine
+from toolscout.settings import LEXICAL_SIGNALS, SearchSettings
+
+log = logging.getLogger(__name__)
+
+# (label, phase, done, total): phase is "embedding" (index build) or "queries".
+Reporter = Callable[[str, str, int, int], None]
+LEXICAL_FUSION = "lexical fusion"
+HYBRID = "hybrid"
+
+
+def configurations(base: SearchSettings, signals: Sequence[str]) -> dict[str, SearchSettings]:
+    """Settings per ablation row, in table order; `signals` are the ones the engine runs."""
+    rows = {name: alone(base, name) for name in signals}
+    lexical = [name for name in signals if name in LEXICAL_SIGNALS]
+    if len(lexical) > 1:
+        rows[LEXICAL_FUSION] = lexical_only(base, lexical)
+    if len(signals) > 1 and len(lexical) < len(signals):
+        rows[HYBRID] = base
+    return rows
+
+
+def alone(base: SearchSettings, signal: str) -> SearchSettings:
+    settings = base.with_weights({signal: base.weights.get(signal) or 1.0})
+    return settings if signal not in LEXICAL_SIGNALS else _without_model(settings)
+
+
+def lexical_only(base: SearchSettings, signals: Sequence[str]) -> SearchSettings:
+    return _without_model(base.with_weights({name: base.weights[name] for name in signals}))
+
+
+def run_ablation(
+    base: SearchSettings,
+    dataset: Dataset,
+    k: int,
+    *,
+    queries: Sequence[Query] | None = None,
+    reporter: Reporter | None = None,
+) -> list[EvalRun]:
+    """Evaluate every ablation row on the data set; rows come back in table order."""
+    queries = dataset.queries if queries is None else queries
+    engine, seconds = build_engine(base, dataset, _bind(reporter, HYBRID, "embedding"))
+    signals = [name for name in engine.search(queries[0].text, limit=k).signals if base.weights.get(name)]
+    if not signals:
+        raise ToolscoutError("no signal of these settings can run; give at least one positive weight")
+    rows = configurations(base, signals)
+    # The engine already built is the full configuration: the widest row of the table.
+    full_label = next((label for label in (HYBRID, LEXICAL_FUSION) if label in rows), signals[0])
+    full = evaluate(engine_ranker(engine), queries, k, label=full_label, index_seconds=seconds,
+                    progress=_bind(reporter, full_label, "queries"))
+    runs = []
+    for label, settings in rows.items():
+        if label == full_label:
+            runs.append(full)
+            continue
+        run = run_engine(settings, dataset, k, queries=queries, label=label,
+                         index_progress=_bind(reporter, label, "embedding"),
+                         progress=_bind(reporter, label, "queries"))
+        if label in signals and run.summary.recall == 0:
+            log.info("%s retrieved nothing on %s (no data for it); left out", label, dataset.name)
+            continue
+        runs.append(run)
+    return runs
+
+
+def _without_model(settings: SearchSettings) -> SearchSettings:
+    return replace(settings, model=None)
+
+
+def _bind(reporter: Reporter | None, label: str, phase: str) -> Callable[[int, int], None] | None:
+    if reporter is None:
+        return None
+    return lambda done, total: reporter(label, phase, done, total)
