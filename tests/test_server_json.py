@@ -9,6 +9,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from toolscout.cli import build_parser
+from toolscout.config import load_registries
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_URL = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
@@ -69,8 +70,6 @@ def test_the_command_line_server_json_describes_is_accepted_by_the_cli():
 
 
 def test_toolscouts_own_server_json_translates_to_a_pinned_uvx_launch():
-    from toolscout.config import load_registries
-
     (spec,) = load_registries([ROOT / "server.json"])
     assert spec.name == "toolscout"
     assert (spec.command, spec.args) == ("uvx", (f"toolscout=={version('toolscout')}", "serve"))
