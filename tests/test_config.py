@@ -12,6 +12,7 @@ import pytest
 from toolscout.config import (
     ServerSpec,
     default_registry_path,
+    follow_text_symlink,
     load_registries,
     redact,
     resolve_command,
@@ -376,3 +377,14 @@ def test_the_default_registry_is_packaged_and_loads_with_pinned_uvx_servers():
         assert spec.error is None
         assert spec.command == "uvx" and spec.transport == "stdio"
         assert any("==" in arg for arg in spec.args), f"{spec.name} is not pinned"
+
+
+def test_a_symlink_checked_out_as_text_still_leads_to_the_registry_file(tmp_path):
+    # What git writes for src/toolscout/data/default.json where symlinks are unsupported.
+    data = tmp_path / "src" / "toolscout" / "data"
+    data.mkdir(parents=True)
+    (data / "default.json").write_text("../../../registry/default.json")
+    (tmp_path / "registry").mkdir()
+    (tmp_path / "registry" / "default.json").write_text('{"mcpServers": {}}')
+    assert follow_text_symlink(data / "default.json") == tmp_path / "registry" / "default.json"
+    assert follow_text_symlink(tmp_path / "registry" / "default.json") == tmp_path / "registry" / "default.json"

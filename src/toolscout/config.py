@@ -87,7 +87,20 @@ _ENTRY_VALIDATOR = jsonschema.Draft202012Validator(_ENTRY_SCHEMA)
 
 def default_registry_path() -> Path:
     """The bundled default registry (registry/default.json, shipped as package data)."""
-    return Path(str(resources.files("toolscout") / "data" / "default.json"))
+    return follow_text_symlink(Path(str(resources.files("toolscout") / "data" / "default.json")))
+
+
+def follow_text_symlink(path: Path) -> Path:
+    """The file a symlink checked out as text names, else ``path`` itself.
+
+    In a source checkout data/default.json is a symlink to registry/default.json; git without
+    symlink support (Windows) writes it as a small text file holding the target path instead.
+    """
+    if path.is_file() and path.stat().st_size < 200:
+        target = path.read_text(encoding="utf-8").strip()
+        if target.startswith("../") and target.endswith(".json"):
+            return (path.parent / target).resolve()
+    return path
 
 
 def load_registries(paths: Sequence[Path]) -> list[ServerSpec]:

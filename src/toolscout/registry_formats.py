@@ -92,7 +92,8 @@ def _package_entry(package: object, where: str) -> Entry:
     for key in ("registryType", "identifier", "version"):
         if not isinstance(package.get(key), str) or not package[key]:
             raise ConfigError(f"{where}: package needs a string '{key}'")
-    registry, identifier, version = package["registryType"], package["identifier"], package["version"]
+    registry, identifier = package["registryType"], package["identifier"]
+    version = package["version"]
     runtime_args = _arguments(package.get("runtimeArguments"), where)
     package_args = _arguments(package.get("packageArguments"), where)
     env = {}
