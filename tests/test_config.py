@@ -120,6 +120,8 @@ def test_an_unreadable_file_names_the_path_and_the_flag(tmp_path):
 def test_an_unknown_shape_says_which_shapes_are_accepted(tmp_path):
     with pytest.raises(ConfigError, match=r"unknown registry shape.*mcpServers"):
         load_one(tmp_path, {"tools": []})
+    with pytest.raises(ConfigError, match=r"'mcpServers' must be an object"):
+        load_one(tmp_path, {"mcpServers": [{"command": "a"}]})
 
 
 def test_an_entry_with_neither_command_nor_url_is_a_file_error(tmp_path):

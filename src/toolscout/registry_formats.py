@@ -36,6 +36,8 @@ def entries_from_document(data: object, where: str) -> list[tuple[str, Entry]]:
         for key in ("mcpServers", "servers"):
             if isinstance(data.get(key), dict):
                 return [(name, entry) for name, entry in data[key].items()]
+        if "mcpServers" in data:
+            raise ConfigError(f"{where}: 'mcpServers' must be an object of {{name: entry}}")
         if isinstance(data.get("servers"), list):
             return _server_json_list(data["servers"], where)
         if "packages" in data or "remotes" in data:
