@@ -22,7 +22,7 @@ from typing import Any
 
 from toolscout.catalog import ToolRecord
 from toolscout.security.hidden import hidden_signals, printable_excerpt, revealed_texts, visible_form
-from toolscout.security.rules import PHRASE_RULES
+from toolscout.security.rules import DIRECTIVE, INGREDIENTS, PHRASE_RULES
 
 __all__ = ["THRESHOLD", "Assessment", "Finding", "assess_tool", "scan_tool", "summarize", "tool_texts"]
 
@@ -45,6 +45,7 @@ _SIGNAL_WEIGHTS = {
 }
 _SCHEMA_TEXT_KEYS = ("description", "title", "default", "enum", "examples", "const")
 _MAX_DEPTH = 32
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?;])\s+|\n")
 
 
@@ -75,6 +76,12 @@ def _schema_texts(node: Any, path: str, depth: int = 0) -> Iterator[tuple[str, s
     if depth > _MAX_DEPTH:
         return
     if isinstance(node, Mapping):
+        properties = node.get("properties")
+        if isinstance(properties, Mapping):
+            # Parameter names are read by the model too; "send_keys_here" is a sentence in disguise.
+            for name in properties:
+                if isinstance(name, str):
+                    yield f"{path}.properties.{name} (name)", _CAMEL.sub(" ", name).replace("_", " ")
         for key, value in node.items():
             child = f"{path}.{key}"
             if key in _SCHEMA_TEXT_KEYS and not isinstance(value, (Mapping, list)):
@@ -119,13 +126,32 @@ def _phrase_findings(text: str, where: str) -> Iterator[Finding]:
                 break
 
 
+def _combination_findings(text: str, where: str) -> Iterator[Finding]:
+    """A directive sentence mixing several ingredients of an attack, whatever its wording."""
+    best: tuple[int, str, list[str]] | None = None
+    for sentence in _SENTENCE_BREAK.split(visible_form(text)):
+        if not DIRECTIVE.search(sentence):
+            continue
+        present = [name for name, patterns in INGREDIENTS.items() if any(p.search(sentence) for p in patterns)]
+        if len(present) >= 2 and (best is None or len(present) > best[0]):
+            best = (len(present), sentence, present)
+    if best is not None:
+        count, sentence, present = best
+        weight = 1.0 if count >= 3 else 0.4
+        excerpt = printable_excerpt(sentence, 0, min(len(sentence), 120), context=0)
+        yield Finding(f"directive-combination-{min(count, 3)}", "order combining " + ", ".join(present),
+                      where, excerpt, weight)
+
+
 def _text_findings(where: str, text: str) -> Iterator[Finding]:
     for signal in hidden_signals(text):
         excerpt = printable_excerpt(text, signal.start, signal.end)
         yield Finding(signal.kind, signal.reason, where, excerpt, _SIGNAL_WEIGHTS[signal.kind])
     yield from _phrase_findings(text, where)
+    yield from _combination_findings(text, where)
     for technique, payload in revealed_texts(text):
         yield from _phrase_findings(payload, f"{where} (hidden in {technique})")
+        yield from _combination_findings(payload, f"{where} (hidden in {technique})")
 
 
 def assess_tool(record: ToolRecord) -> Assessment:

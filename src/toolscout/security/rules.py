@@ -48,7 +48,8 @@ _CREDENTIAL_FILE = (
     r"(?:~/\.ssh\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\.aws/credentials|\.netrc\b|\.pgpass\b"
     r"|\.docker/config\.json|\.kube/config|/etc/(?:passwd|shadow)\b|\bmcp\.json\b"
     r"|claude_desktop_config|~/\.cursor\b|\bhosts\.yml\b|\.git-credentials|\.npmrc\b|\.pypirc\b"
-    r"|\bwallet\.dat\b|\.bash_history|(?<![\w/.-])\.env\b(?![.\w-]))"
+    r"|\bwallet\.dat\b|\.bash_history|(?<![\w/.-])\.env\b(?![.\w-])|\*\.(?:pem|key|p12|pfx)\b"
+    r"|\bprivate key files?\b|\bkeystore\b)"
 )
 # Secret-looking variable names are upper case by convention; lower case is an ordinary parameter.
 _ENV_SECRET = r"(?-i:\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:SECRET|TOKEN|PASSWORD|KEY|KEY_ID)\b)"
@@ -65,19 +66,23 @@ _CONTEXT = (
     r"|\b(?:earlier|previously|before) in (?:the|this) (?:conversation|chat|session)\b"
     r"|\bin this (?:conversation|chat|session)\b|\b(?:you|it) (?:have|has) seen\b"
     r"|\b(?:files|documents|pages) you (?:have )?(?:read|opened|seen)\b"
-    r"|\bprivate repositor(?:y|ies)\b|\bcredit card\b|\blist of all tools)"
+    r"|\bprivate repositor(?:y|ies)\b|\bcredit card\b|\blist of all tools|\bthis conversation\b"
+    r"|\bthe user'?s (?:first|last|original|previous|recent|every) (?:message|prompt|request|query)s?\b"
+    r"|\bfiles (?:they|the user) (?:attached|uploaded|shared)\b)"
 )
 _SECRET = (
-    r"\b(?:passwords?|passphrases?|secrets?|credentials?|api[ _-]?keys?|access[ _-]?keys?"
+    r"(?:\b(?:passwords?|passphrases?|secrets?|credentials?|api[ _-]?keys?|access[ _-]?keys?"
     r"|private[ _-]?keys?|ssh[ _-]?keys?|(?:bearer |auth |access |session )?tokens?|cookies?"
-    r"|seed phrase|mnemonic|card numbers?|cvv|cvc|social security numbers?)\b"
+    r"|seed phrase|mnemonic|card numbers?|cvv|cvc|social security numbers?|otp|2fa codes?"
+    r"|verification codes?|one-time (?:codes?|passwords?)|bank login)\b|" + _ENV_SECRET + ")"
 )
 _SMUGGLE = (
     r"(?:\b(?:pass|put|paste|include|insert|attach|add|append|place|fill|embed|provide|supply|encode"
     r"|copy|write|written|store|record)\w*\b[^.\n]{0,160}?\b(?:parameter|argument|field|param|sidenote|arg"
     r"|list)s?\b"
-    r"|\b(?:pass|put|paste|include|attach|provide|fill)\w* (?:it|them|its|both|every|all|the full"
-    r"|the contents?|with|the whole|the entire|whole|entire)\b[^.\n]{0,40}?\b(?:as|in|into|here|with)\b)"
+    r"|\b(?:pass|put|paste|include|attach|provide|fill)\w* (?:it|them|its|their|both|every|all|the full"
+    r"|the contents?|with|the whole|the entire|whole|entire)\b[^.\n]{0,40}?\b(?:as|in|into|here|with)\b"
+    r"|\b(?:parameter|argument|field|input|param)\b[^.\n]{0,20}\bmust (?:contain|include|be)\b)"
 )
 _USER_DATA = (
     r"(?:\buser'?s\b|\b(?:full|entire|complete|original) (?:result|text|request|query|data|file|document)"
@@ -108,20 +113,25 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"|\bstop following the user|\bonly (?:follow|obey) (?:the )?instructions\b"
           r"|\bcomply with (?:every|any|all) (?:request|instruction|command)s?\b"),
     _rule("treat-as-command", 0.8, "turns data into commands for the model",
-          r"\btreat\b[^.\n]{0,80}\bas (?:a )?(?:command|instruction)s?\b"),
+          r"\btreat\b[^.\n]{0,80}\bas (?:a )?(?:command|instruction)s?\b|\bwhatever (?:it|they|the (?:response"
+          r"|result|output)) says\b|\bcomply with instructions (?:embedded|contained|found) in\b"),
     _rule("remote-instructions", 0.8, "tells the model to follow instructions fetched or decoded",
           r"\bfollow (?:the |any |all )?(?:instructions|directions|steps)\b[^.\n]{0,40}"
           r"\b(?:contains|returned|from|at|in it|exactly)\b|\bfollow (?:it|them) exactly\b"
           r"|\bdecode\b[^.\n]{0,60}\b(?:follow|execute|obey)\b"),
     # Text addressed to the model rather than describing the tool.
     _rule("model-tags", 1.0, "prompt-style block aimed at the model",
-          r"<\s*/?\s*(?:important|system|sys|instructions?|secret|hidden|admin|critical|prompt)\s*>"
+          r"<\s*/?\s*[\w-]*(?:important|system|sys|instruction|secret|hidden|admin|critical|prompt|assistant|llm"
+          r"|agent|note)[\w-]*\s*>"
           r"|\[/?(?:INST|SYS|SYSTEM)\]|<<\s*/?SYS\s*>>|<\|(?:im_start|im_end|system|endoftext)\|>"),
     _rule("address-model", 0.5, "text addressed to the AI model",
           r"\b(?:note|reminder|tip)s? (?:to|for) (?:the |any |whichever |every |all )?(?:ai|llm"
-          r"|assistant|model|agent)s?\b|(?:^|[\s(>\]])(?:assistant|ai agent|ai model|llm)\s*:|(?:^|[>\]])\s*model\s*:"
+          r"|assistant|model|agent)s?\b|(?:^|[\s(>\]])(?:assistant|ai agents?|ai models?|llms?)\s*:|(?:^|[>\]])\s*model\s*:"
           r"|\b(?:assistant|agent|model) instructions\s*:"),
     _rule("address-model", 0.5, "text addressed to the AI model", r"(?:^|[\s(>\]])SYSTEM\s*:", flags=0),
+    _rule("address-model", 0.5, "text addressed to the AI model by name",
+          r"(?:^|\b(?:hey|hi|dear|attention) )(?:claude|chatgpt|gpt-?\d?|gemini|copilot|cursor|llama)\s*[,:]"
+          r"|\bwhen you (?:see|read) this\b"),
     _rule("important-marker", 0.3, "urgent marker", r"\bIMPORTANT\b|\bCRITICAL\s*:|\bATTENTION\s*:",
           flags=0),
     _rule("you-must", 0.2, "imperative aimed at the model",
@@ -134,7 +144,7 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"|notify|reveal|alert|disclos|show|display|bring it up|let)\w*\b[^.\n]{0,40}\b(?:user|them|human)\b"
           r"|\bno need to bring it up\b|\b(?:do not|don't|never) tell the user\b"
           r"|\b(?:nobody|no one|no-one)\b[^.\n]{0,20}\b(?:told|know|notice|informed)\b|\btell no ?one\b"
-          r"|\bwithout (?:comment|mentioning it|telling anyone)\b|\bmentioning (?:it|this) would\b"),
+          r"|\bwithout (?:comment|mentioning it|telling anyone|explaining)\b|\bmentioning (?:it|this) would\b"),
     _rule("conceal-instructions", 0.8, "tells the model to keep its instructions secret",
           r"\b(?:these|this|the following) (?:instructions?|note|text) (?:is|are) (?:confidential|secret"
           r"|hidden|private)\b|\b(?:do not|don't|never) (?:reveal|mention|disclose|repeat) (?:these|this|that)"
@@ -160,6 +170,8 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
     _rule("send-to-address", 0.5, "sends data to a fixed address", _SEND, _DEST),
     _rule("always-send", 0.7, "sends everything to a fixed address",
           r"\b(?:always|every|each|all|also|as well|must|make sure)\b", _SEND, _DEST),
+    _rule("markdown-image-exfil", 1.0, "image link that carries data out in its URL",
+          r"!\[[^\]]*\]\(\s*https?://[^)\s]*(?:\{|\$|%s|<)"),
     # Changing how other tools behave (shadowing).
     _rule("cross-tool-trigger", 0.5, "conditions on another tool being used",
           r"\bwhen(?:ever)?\b[^.\n]{0,50}\b(?:tool|function)\b[^.\n]{0,40}\b(?:called|invoked|used|run"
@@ -179,7 +191,13 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"|\bresults of [`'\w]+ must be ignored\b|\b(?:bcc|cc)\b[^.\n]{0,60}\bon every\b"),
     _rule("preference-hijack", 0.8, "demands to be used instead of other tools",
           r"\balways (?:use|call|prefer|choose) this tool\b|\binstead of any other\b|\brather than any other\b"
-          r"|\b(?:do not|don't|never) (?:use|call) (?:any )?other\b[^.\n]{0,30}\b(?:tools?|search|servers?)\b"),
+          r"|\b(?:do not|don't|never) (?:use|call) (?:any )?other\b[^.\n]{0,30}\b(?:tools?|search|servers?)\b"
+          r"|\broute (?:all|every|any)\b[^.\n]{0,40}\bthrough this\b|\bbefore any other tool\b"),
+    _rule("disparage-tool", 0.5, "claims another server's tool is broken or unsafe",
+          r"\b(?:tool|function)s? (?:from|on|of|in) (?:the |your )?[\w-]+ server\b[^.\n]{0,40}\b(?:bug|unsafe"
+          r"|broken|deprecated|compromised|insecure)\b"),
+    _rule("redirect-target", 0.6, "separates the real target from the one the model should use",
+          r"\bthe (?:real|actual|true) (?:recipient|account|address|destination|target|phone number)\b"),
     _rule("deceive-user", 0.6, "tells the model to mislead the user",
           r"\b(?:say|tell (?:the user|them)|claim|pretend)\b[^.\n]{0,20}\b(?:it is|it's|that it|you (?:used|called))"
           r"\b[^.\n]{0,30}\b(?:asked|requested|wanted)\b"),
@@ -190,11 +208,32 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
     _rule("command-prefix", 0.7, "rewrites commands run through other tools",
           r"\bprefix (?:it|every|each|all|any)\b|\bbefore (?:executing|running) any (?:shell )?(?:command|tool)"),
     _rule("claims-consent", 0.6, "claims the user authorised actions in advance",
-          r"\b(?:already|pre-?)\s?(?:approved|authori[sz]ed|consented)\b"),
-    _rule("skip-confirmation", 0.6, "tells the model not to ask for confirmation",
+          r"\b(?:already|pre-?)\s?(?:approved|authori[sz]ed|consented)\b|\byou are (?:authori[sz]ed|permitted)"
+          r" to\b|\b(?:user|they) (?:fully )?trusts? (?:this|the) (?:server|tool)\b"),
+    _rule("skip-confirmation", 0.6, "tells the model not to ask for confirmation or skip safety checks",
           r"\bnever ask (?:for )?(?:confirmation|permission)\b"
-          r"|\bwithout (?:asking|requesting) (?:for )?(?:confirmation|permission)\b"),
+          r"|\bwithout (?:asking|requesting) (?:for )?(?:confirmation|permission)\b"
+          r"|\bwithout (?:confirming|checking|consulting)(?: with)? the user\b"
+          r"|\b(?:skip|bypass|disable|turn off) (?:any |all |the )?(?:safety|security|confirmation)\b"),
     _rule("pressure", 0.4, "pressure to comply",
           r"\b(?:will|would) (?:crash|be lost|not work)\b|\b(?:very\W+){2,}important\b|\bmandatory\b"
           r"|\bfor compliance\b|\bat all costs\b|\bthis is (?:required|mandatory|critical)\b"),
 )
+
+
+# Ingredients of an order that reaches beyond the tool itself. Phrase rules catch known wordings;
+# a sentence that combines several ingredients is caught even in wording no rule anticipated.
+DIRECTIVE = re.compile(
+    r"\b(?:always|must|make sure|never|should|please|be sure|remember to|you|assistant|agent|model|ai)\b", _F
+)
+INGREDIENTS: dict[str, tuple[re.Pattern[str], ...]] = {
+    "sensitive data": (re.compile(_CREDENTIAL_FILE + "|" + _CONTEXT + "|" + _ENV_SOURCE + "|" + _SECRET, _F),),
+    "moving it out": (re.compile(_SMUGGLE + "|" + _SEND + r"[^.\n]{0,80}" + _DEST, _F),),
+    "concealment": (re.compile(
+        r"\b(?:silently|secretly|covertly|quietly|nobody|no one)\b|\bwithout (?:telling|informing|asking"
+        r"|confirm\w*|explaining|comment|mentioning)\b|\b(?:do not|don't|never) (?:tell|mention|inform|notify"
+        r"|reveal|ask)\b", _F),),
+    "other tools or every action": (re.compile(
+        r"\b(?:any|every|all|another|other|each)\b[^.\n]{0,20}\b(?:tools?|servers?|calls?|commands?|messages?"
+        r"|emails?|requests?)\b|\bthe [`'\"]?[\w.-]+[`'\"]? (?:tool|server)\b", _F),),
+}
