@@ -77,6 +77,8 @@ class Dataset:
     name: str
     tools: tuple[ToolRecord, ...]
     queries: tuple[Query, ...]
+    # The folder it was read from, when it came from files.
+    folder: Path | None = None
 
 
 def derive_groups(
@@ -103,7 +105,7 @@ def load_dataset(folder: str | Path) -> Dataset:
                 f"{folder / QUERIES_FILE}: query {query.id!r} names tools not in {TOOLS_FILE}: "
                 f"{', '.join(missing[:5])}"
             )
-    return Dataset(name=folder.resolve().name, tools=tools, queries=queries)
+    return Dataset(name=folder.resolve().name, tools=tools, queries=queries, folder=folder)
 
 
 def load_tools(path: str | Path) -> tuple[ToolRecord, ...]:

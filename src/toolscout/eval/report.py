@@ -56,10 +56,7 @@ def markdown_table(rows: Sequence[Row], *, first_column: str = "system") -> str:
     with_index = any(row.index_seconds is not None for row in rows)
     header = [first_column, *(f"{title}@{k}" for _, title in QUALITY_COLUMNS)]
     header += ["p50 ms", "p95 ms", "queries"] + (["index s"] if with_index else [])
-    lines = [
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
-    ]
+    lines = _header(header)
     for row in rows:
         cells = [row.label.replace("|", "\\|")]
         cells += [_score(getattr(row.summary, name)) for name, _ in QUALITY_COLUMNS]
@@ -71,6 +68,21 @@ def markdown_table(rows: Sequence[Row], *, first_column: str = "system") -> str:
         if with_index:
             cells.append("" if row.index_seconds is None else f"{row.index_seconds:.1f}")
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def slice_pivot(runs: Sequence[EvalRun], field: str, metric: str) -> str:
+    """One metric per slice value: a row per run, a column per value of `field` (plus all)."""
+    if not runs:
+        return ""
+    slices = {run.label: by_slice(run, field) for run in runs}
+    values = sorted({value for per_run in slices.values() for value in per_run})
+    header = ["system", *values, "all"]
+    lines = _header(header)
+    for run in runs:
+        cells = [_score(getattr(slices[run.label][v], metric)) if v in slices[run.label] else ""
+                 for v in values]
+        lines.append("| " + " | ".join([run.label, *cells, _score(getattr(run.summary, metric))]) + " |")
     return "\n".join(lines)
 
 
@@ -129,6 +141,11 @@ def draw_chart(path: Path, rows: Sequence[Row], *, title: str) -> None:
         figure.savefig(path, dpi=100)
     finally:
         pyplot.close(figure)
+
+
+def _header(cells: Sequence[str]) -> list[str]:
+    # The first column is a label; every other column is a right-aligned number.
+    return ["| " + " | ".join(cells) + " |", "|" + "|".join(["---"] + ["---:"] * (len(cells) - 1)) + "|"]
 
 
 def _score(value: float | None) -> str:
