@@ -17,12 +17,16 @@ _DESCRIPTION_SERVERS = 12
 _INSTRUCTION_SERVERS = 40
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def _server_lines(statuses: Sequence[UpstreamStatus], catalog: Catalog, limit: int) -> list[str]:
     counts = Counter(tool.server for tool in catalog.tools)
     up = [s for s in statuses if s.state is State.UP and counts[s.name]]
     up.sort(key=lambda s: (-counts[s.name], s.name))
     lines = [
-        f"- {s.name} ({counts[s.name]} tool{'s' if counts[s.name] != 1 else ''}): {s.summary}"
+        f"- {s.name} ({_plural(counts[s.name], 'tool')}): {s.summary}"
         for s in up[:limit]
     ]
     if len(up) > limit:
@@ -46,7 +50,7 @@ def search_description(statuses: Sequence[UpstreamStatus], catalog: Catalog) -> 
     if not lines:
         return head + "\n\nNo upstream server is connected right now."
     servers = len({tool.server for tool in catalog.tools})
-    return head + f"\n\n{len(catalog.tools)} tools from {servers} servers:\n" + "\n".join(lines)
+    return head + f"\n\n{_plural(len(catalog.tools), 'tool')} from {_plural(servers, 'server')}:\n" + "\n".join(lines)
 
 
 def execute_description() -> str:
@@ -68,7 +72,8 @@ def instructions(statuses: Sequence[UpstreamStatus], catalog: Catalog) -> str:
     )
     if lines:
         servers = len({t.server for t in catalog.tools})
-        text += f"\n\nAvailable now ({len(catalog.tools)} tools from {servers} servers):\n" + "\n".join(lines)
+        available = f"{_plural(len(catalog.tools), 'tool')} from {_plural(servers, 'server')}"
+        text += f"\n\nAvailable now ({available}):\n" + "\n".join(lines)
     else:
         text += "\n\nNo upstream server is connected yet; servers that come up later join the search."
     down = _unavailable(statuses)

@@ -42,14 +42,27 @@ logger = logging.getLogger(__name__)
 CatalogListener = Callable[[Catalog], Awaitable[None]]
 
 
+class _CompletionStopped(Exception):
+    """Raised into the engine's `complete()` through its progress callback once the gateway closes."""
+
+
 class _ProgressLog:
-    """Logs the engine's progress on stderr at most every few seconds (called from a worker thread)."""
+    """Logs the engine's progress on stderr at most every few seconds (called from a worker thread).
+
+    The worker thread cannot be cancelled; after `stop()` the next progress report ends it.
+    """
 
     def __init__(self, interval: float = 5.0) -> None:
         self._interval = interval
         self._last = 0.0
+        self._stopped = False
+
+    def stop(self) -> None:
+        self._stopped = True
 
     def __call__(self, done: int, total: int) -> None:
+        if self._stopped:
+            raise _CompletionStopped
         now = time.monotonic()
         if done >= total or now - self._last >= self._interval:
             self._last = now
@@ -82,6 +95,7 @@ class Gateway:
         self._indexed_generation = 0
         self._completed_generation = 0
         self._completed = anyio.Event()
+        self._progress = _ProgressLog()
         self._task_group: anyio.abc.TaskGroup | None = None
 
     async def __aenter__(self) -> Gateway:
@@ -98,6 +112,7 @@ class Gateway:
     ) -> bool | None:
         assert self._task_group is not None
         # Stop following the pool first: upstreams going down at shutdown must not re-index.
+        self._progress.stop()
         self._task_group.cancel_scope.cancel()
         try:
             await self._task_group.__aexit__(None, None, None)
@@ -168,14 +183,13 @@ class Gateway:
                 logger.exception("re-indexing the catalog failed; searches use the previous one")
 
     async def _complete_in_background(self) -> None:
-        progress = _ProgressLog()
         while True:
             await self._needs_complete.wait()
             self._needs_complete = anyio.Event()
             generation = self._indexed_generation
             try:
                 # Abandoned on shutdown: the thread finishes on its own; nobody waits for it.
-                await anyio.to_thread.run_sync(self.engine.complete, progress, abandon_on_cancel=True)
+                await anyio.to_thread.run_sync(self.engine.complete, self._progress, abandon_on_cancel=True)
             except Exception:  # noqa: BLE001 - searches stay available from the cheaper signals
                 logger.exception("completing the search index failed; searches use the signals that are ready")
             self._completed_generation = generation

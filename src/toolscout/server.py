@@ -215,10 +215,17 @@ class MetaTools:
         catalog = self.gateway.catalog
         tool = catalog.by_id.get(name.strip())
         if tool is None:
+            self._raise_if_server_down(name.strip())
             raise unknown_tool(name.strip(), catalog.by_id)
         tool_arguments = parse_arguments(arguments.get("arguments"))
         validate_arguments(tool, tool_arguments)
         return await self.gateway.call(tool, tool_arguments)
+
+    def _raise_if_server_down(self, tool_id: str) -> None:
+        """An id whose server is down is not unknown: say that the server is the problem."""
+        upstream = self.gateway.pool.upstreams.get(tool_id.split("__", 1)[0])
+        if upstream is not None and upstream.state is not State.UP:
+            raise UpstreamError(upstream.name, f"is not available ({upstream.reason or upstream.state.value})")
 
     # --- telling clients about changes --------------------------------------------------------
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import signal
 import socket
 from typing import Any
 
@@ -66,10 +68,28 @@ async def _serve(args: argparse.Namespace, specs: list) -> None:
         if args.transport == "stdio":
             from mcp.server.stdio import stdio_server
 
-            async with stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_stop_on_signal, gateway)
+                async with stdio_server() as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+                tg.cancel_scope.cancel()
         else:
             await _serve_http(server, args.host, args.port)
+
+
+async def _stop_on_signal(gateway: Any) -> None:
+    """On SIGTERM/SIGINT, shut the upstreams down properly, then exit.
+
+    (A host normally closes our stdin first, which ends serving the ordinary way.) The SDK reads
+    stdin in a worker thread that nothing can interrupt, so cancelling would wait for the next
+    line forever: after the upstreams are stopped, the process exits at once.
+    """
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for received in signals:
+            logger.info("received %s; stopping upstreams", signal.Signals(received).name)
+            await gateway.pool.stop()
+            logging.shutdown()
+            os._exit(128 + received)
 
 
 async def _serve_http(server: Any, host: str, port: int) -> None:

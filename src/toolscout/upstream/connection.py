@@ -309,7 +309,7 @@ class Upstream:
         self.settled.set()
         if reason and not self._stop.is_set():
             logger.warning("upstream '%s' is down: %s", self.name, self.reason)
-        if was_up:
+        if was_up and not self._stop.is_set():
             self._on_change()
 
     def _redact(self, text: str) -> str:

@@ -77,6 +77,7 @@ class UpstreamPool:
             for spec in specs
         }
         self._stopping = False
+        self._stopped = anyio.Event()
         self._task_group: anyio.abc.TaskGroup | None = None
 
     async def __aenter__(self) -> UpstreamPool:
@@ -90,18 +91,20 @@ class UpstreamPool:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
         assert self._task_group is not None
+        await self.stop()
+        self._task_group.cancel_scope.cancel()
+        return await self._task_group.__aexit__(exc_type, exc, tb)
+
+    async def stop(self) -> None:
+        """Stop every upstream (no restarts) and wait, bounded, until they have shut down."""
         self._stopping = True
+        self._stopped.set()
         for upstream in self.upstreams.values():
             upstream.stop()
         # Upstream shutdowns are bounded and shielded inside the SDK; this is only a backstop.
         with anyio.CancelScope(shield=True), anyio.move_on_after(_SHUTDOWN_GRACE):
-            await self._wait_all_stopped()
-        self._task_group.cancel_scope.cancel()
-        return await self._task_group.__aexit__(exc_type, exc, tb)
-
-    async def _wait_all_stopped(self) -> None:
-        for upstream in self.upstreams.values():
-            await upstream.finished.wait()
+            for upstream in self.upstreams.values():
+                await upstream.finished.wait()
 
     async def _supervise(self, upstream: Upstream) -> None:
         failures = 0
@@ -117,7 +120,8 @@ class UpstreamPool:
                     return
                 delay = min(RESTART_BASE_DELAY * 2 ** max(failures - 1, 0), RESTART_MAX_DELAY)
                 logger.info("upstream '%s': restarting in %g s", upstream.name, delay)
-                await anyio.sleep(delay)
+                with anyio.move_on_after(delay):
+                    await self._stopped.wait()
         finally:
             upstream.finished.set()
 
