@@ -16,13 +16,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import platform
-import re
 import sys
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+from docs_blocks import machine, update_block
 from peers import PlainBM25, StackOnePeer, ToolPickerPeer, load_toolscout_encoder, timed
 
 from toolscout.eval import Dataset, EvalRun, evaluate, load_dataset, sample_queries, score_query, summarize
@@ -51,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         block = render(dataset, queries, runs, notes, args.k)
         print(block, flush=True)
         if args.update_docs:
-            update_block(args.update_docs, dataset.name, block)
+            update_block(args.update_docs, f"compare_peers:{dataset.name}", block)
     return 0
 
 
@@ -126,27 +125,6 @@ def render(dataset: Dataset, queries, runs: list[EvalRun], notes: list[str], k: 
             for metric, title in (("full_recall", "Full Recall"), ("mrr", "MRR"), ("recall", "Recall")):
                 lines += ["", f"{title}@{k} by {field}:", "", slice_pivot(runs, field, metric)]
     return "\n".join(lines)
-
-
-def update_block(path: Path, name: str, block: str) -> None:
-    begin, end = f"<!-- compare_peers:{name} begin -->", f"<!-- compare_peers:{name} end -->"
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    fresh = f"{begin}\n{block}\n{end}"
-    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
-    text = pattern.sub(lambda _: fresh, text) if pattern.search(text) else f"{text.rstrip()}\n\n{fresh}\n"
-    path.write_text(text, encoding="utf-8")
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 def progress(label: str, phase: str, done: int, total: int) -> None:

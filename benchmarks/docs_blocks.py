@@ -1,0 +1,30 @@
+"""Generated blocks in markdown docs, and the machine line every recorded table carries."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from pathlib import Path
+
+
+def update_block(path: Path, name: str, block: str) -> None:
+    """Replace the text between `<!-- NAME begin -->` and `<!-- NAME end -->` (append if absent)."""
+    begin, end = f"<!-- {name} begin -->", f"<!-- {name} end -->"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    fresh = f"{begin}\n{block}\n{end}"
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
+    text = pattern.sub(lambda _: fresh, text) if pattern.search(text) else f"{text.rstrip()}\n\n{fresh}\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
