@@ -287,7 +287,7 @@ class Upstream:
         """Proxy one tools/call; every failure becomes an UpstreamError naming this upstream."""
         client = self._client
         if client is None or self.state is not State.UP:
-            raise UpstreamError(self.name, f"is not available ({self.reason or self.state.value})")
+            raise UpstreamError(self.name, f"is not available ({self.reason or 'not connected right now'})")
         timeout = self.call_timeout
         try:
             # The SDK's own timeout sends the upstream a cancellation; ours is only a backstop.

@@ -1,0 +1,43 @@
+"""An upstream that dies mid-call: the call fails naming it, and the pool starts it again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import fast_search_settings, python_server, write_registry
+from mcp import Client
+
+from toolscout.config import load_registries
+from toolscout.gateway import Gateway
+from toolscout.search import ToolSearch
+from toolscout.server import build_server
+from toolscout.upstream import Catalog
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_call_on_an_upstream_that_dies_fails_naming_it_and_the_upstream_comes_back(tmp_path: Path) -> None:
+    registry = write_registry(tmp_path / "servers.json", {"fragile": python_server("fragile_server.py")})
+    listed: list[bool] = []  # after each catalog change: is the server's tool in it?
+    changed = anyio.Event()
+
+    async def on_catalog(catalog: Catalog) -> None:
+        nonlocal changed
+        listed.append("fragile__echo" in catalog.by_id)
+        changed.set()
+        changed = anyio.Event()
+
+    with anyio.fail_after(40):
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), max_restarts=2) as gateway:
+            await gateway.ready(20)
+            gateway.add_listener(on_catalog)
+            async with Client(build_server(gateway), mode="legacy") as client:
+                crashed = await client.call_tool("execute_tool", {"name": "fragile__crash_now", "arguments": {}})
+                while listed[-2:] != [False, True]:
+                    await changed.wait()
+                echoed = await client.call_tool("execute_tool", {"name": "fragile__echo", "arguments": {"text": "hi"}})
+    assert crashed.is_error
+    assert "upstream 'fragile'" in crashed.content[0].text and "crash_now" in crashed.content[0].text
+    assert not echoed.is_error and echoed.content[0].text == "hi"

@@ -1,0 +1,25 @@
+"""A server that can be made to die in the middle of a call (run as a stdio subprocess by the tests)."""
+
+from __future__ import annotations
+
+import os
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("fragile", instructions="Echoes text back; can be made to crash.")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the given text unchanged."""
+    return text
+
+
+@server.tool()
+def crash_now() -> str:
+    """Exit the server process immediately, in the middle of this call."""
+    os._exit(1)
+
+
+if __name__ == "__main__":
+    server.run()
