@@ -159,3 +159,17 @@ def printable_excerpt(text: str, start: int, end: int, context: int = 60) -> str
             shown.append(char)
     excerpt = re.sub(r" {3,}", " ... ", "".join(shown)).strip()
     return ("..." if lo > 0 else "") + excerpt + ("..." if hi < len(text) else "")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` for a person's terminal: newlines kept, every escape or invisible character shown
+    as a code, so a definition can neither hide text from the reviewer nor drive the terminal."""
+    shown = []
+    for char in text:
+        if char == "\n" or (char.isprintable() and char not in _ZERO_WIDTH and char not in _BIDI):
+            shown.append(char)
+        elif char == "\t":
+            shown.append("    ")
+        else:
+            shown.append(f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}")
+    return "".join(shown)

@@ -16,6 +16,7 @@ Pure functions over a ToolRecord: no MCP, no I/O.
 from __future__ import annotations
 
 import re
+from itertools import islice
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +43,13 @@ _SIGNAL_WEIGHTS = {
     "hidden-markup": 0.8,
     "base64-text": 0.5,
     "mixed-script": 0.5,
+    "oversized-text": 0.6,
 }
+# Rules are linear but not free: text beyond this (head and tail kept) is not read. No honest tool
+# needs tens of thousands of characters to describe itself, so the excess is a finding of its own.
+MAX_SCANNED_CHARS = 20_000
+_TAIL_CHARS = 4_000
+MAX_TEXTS = 2_000  # pieces of text per tool (description, titles, every schema string)
 _SCHEMA_TEXT_KEYS = ("description", "title", "default", "enum", "examples", "const")
 _MAX_DEPTH = 32
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -144,6 +151,10 @@ def _combination_findings(text: str, where: str) -> Iterator[Finding]:
 
 
 def _text_findings(where: str, text: str) -> Iterator[Finding]:
+    if len(text) > MAX_SCANNED_CHARS:
+        yield Finding("oversized-text", f"text of {len(text)} characters, only its start and end scanned",
+                      where, printable_excerpt(text, 0, 80, context=0), _SIGNAL_WEIGHTS["oversized-text"])
+        text = text[: MAX_SCANNED_CHARS - _TAIL_CHARS] + "\n" + text[-_TAIL_CHARS:]
     for signal in hidden_signals(text):
         excerpt = printable_excerpt(text, signal.start, signal.end)
         yield Finding(signal.kind, signal.reason, where, excerpt, _SIGNAL_WEIGHTS[signal.kind])
@@ -156,7 +167,11 @@ def _text_findings(where: str, text: str) -> Iterator[Finding]:
 
 def assess_tool(record: ToolRecord) -> Assessment:
     """Score a tool: the sum over distinct rules of the heaviest finding of each."""
-    findings = [f for where, text in tool_texts(record) for f in _text_findings(where, text)]
+    texts = list(islice(tool_texts(record), MAX_TEXTS + 1))
+    findings = [f for where, text in texts[:MAX_TEXTS] for f in _text_findings(where, text)]
+    if len(texts) > MAX_TEXTS:
+        findings.append(Finding("oversized-text", f"more than {MAX_TEXTS} texts in the definition, the rest not scanned",
+                                "input_schema", "", _SIGNAL_WEIGHTS["oversized-text"]))
     heaviest: dict[str, float] = {}
     for finding in findings:
         heaviest[finding.rule] = max(heaviest.get(finding.rule, 0.0), finding.weight)

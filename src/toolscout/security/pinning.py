@@ -1,0 +1,340 @@
+"""Pinning (rug-pull defence): remember each tool definition as approved; hold back changed ones.
+
+A server can present a harmless tool, get approved, and later change the description into an
+attack. The pin store keeps, per (server, tool name), the SHA-256 fingerprint of the approved
+definition (`ToolRecord.fingerprint`: name, description, input schema, annotations) and that
+definition itself. On every listing the gateway calls `check(records)`:
+
+- trusted: the fingerprint matches the approved one;
+- new: first sight, approved on first use (trust on first use) and usable at once;
+- pending: first sight in strict mode: held back until a person approves it;
+- changed: the definition differs from the approved one: quarantined (left out of search and
+  refused by execute_tool) until a person approves it. The new definition is stored as the
+  candidate, so `toolscout approve` can show and accept exactly that, without connecting.
+
+The state file is JSON, read and rewritten under a lock file for every operation (so a running
+gateway sees approvals made by `toolscout approve` on its next check), and replaced atomically
+(temporary file + os.replace) so a crash never leaves half a file. A file that cannot be read is
+an error, never silently reset: resetting would re-trust every tool, which is what a rug pull
+wants.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from filelock import FileLock, Timeout
+
+from toolscout.catalog import ToolRecord
+from toolscout.errors import ConfigError
+from toolscout.security.changes import compare
+
+__all__ = [
+    "PATH_ENV",
+    "PendingChange",
+    "PinStateError",
+    "PinStatus",
+    "PinStore",
+    "PinVerdict",
+    "PinVerdicts",
+    "default_state_path",
+    "definition_of",
+    "record_from_definition",
+]
+
+logger = logging.getLogger(__name__)
+
+PATH_ENV = "TOOLSCOUT_PINS"
+STATE_VERSION = 1
+_LOCK_TIMEOUT = 10.0
+
+Key = tuple[str, str]
+
+
+class PinStateError(ConfigError):
+    """The pin state file cannot be read, written or locked."""
+
+
+class PinStatus(StrEnum):
+    TRUSTED = "trusted"
+    NEW = "new"
+    PENDING = "pending"
+    CHANGED = "changed"
+
+
+@dataclass(frozen=True)
+class PinVerdict:
+    """What the pin store says about one tool as currently listed by its server."""
+
+    server: str
+    name: str
+    status: PinStatus
+    # For CHANGED/PENDING: which parts changed, naming paths but never quoting the new text.
+    changes: tuple[str, ...] = ()
+
+    @property
+    def blocked(self) -> bool:
+        return self.status in (PinStatus.PENDING, PinStatus.CHANGED)
+
+    @property
+    def message(self) -> str:
+        """The refusal an agent gets from execute_tool for a blocked tool ('' when not blocked)."""
+        command = f"toolscout approve --server {self.server} {self.name}"
+        if self.status is PinStatus.CHANGED:
+            return (
+                f"Tool '{self.name}' of server '{self.server}' is quarantined: its definition changed "
+                f"since it was approved ({'; '.join(self.changes)}). It stays unavailable until a person "
+                f"reviews the change and runs `{command}`."
+            )
+        if self.status is PinStatus.PENDING:
+            return (
+                f"Tool '{self.name}' of server '{self.server}' is new and awaits approval (strict pinning). "
+                f"It stays unavailable until a person reviews it and runs `{command}`."
+            )
+        return ""
+
+
+@dataclass(frozen=True)
+class PinVerdicts:
+    """Verdicts of one `check`, by (server, tool name)."""
+
+    by_key: Mapping[Key, PinVerdict]
+
+    def get(self, server: str, name: str) -> PinVerdict | None:
+        return self.by_key.get((server, name))
+
+    def allows(self, server: str, name: str) -> bool:
+        verdict = self.by_key.get((server, name))
+        return verdict is None or not verdict.blocked
+
+    @property
+    def blocked(self) -> dict[Key, PinVerdict]:
+        return {key: v for key, v in self.by_key.items() if v.blocked}
+
+    def __iter__(self) -> Iterator[PinVerdict]:
+        return iter(self.by_key.values())
+
+    def __len__(self) -> int:
+        return len(self.by_key)
+
+
+@dataclass(frozen=True)
+class PendingChange:
+    """A definition waiting for a person: a changed tool, or a new one in strict mode."""
+
+    server: str
+    name: str
+    approved: Mapping[str, Any] | None  # None: never approved
+    candidate: Mapping[str, Any]
+    candidate_fingerprint: str
+    seen_at: str
+
+    @property
+    def kind(self) -> str:
+        return "new" if self.approved is None else "changed"
+
+    @property
+    def diff(self) -> str:
+        return compare(self.approved, self.candidate).diff
+
+    @property
+    def summary(self) -> tuple[str, ...]:
+        return compare(self.approved, self.candidate).summary
+
+
+def default_state_path() -> Path:
+    """$TOOLSCOUT_PINS, else pins.json in the per-user state directory."""
+    override = os.environ.get(PATH_ENV)
+    if override:
+        return Path(override).expanduser()
+    return Path(platformdirs.user_state_dir("toolscout", appauthor=False)) / "pins.json"
+
+
+def definition_of(record: ToolRecord) -> dict[str, Any]:
+    """The fingerprinted fields of a record as plain JSON data, as stored."""
+    fields = {
+        "name": record.name,
+        "description": record.description,
+        "input_schema": record.input_schema,
+        "annotations": record.annotations,
+    }
+    # Same encoding as ToolRecord.fingerprint, so a stored definition fingerprints the same.
+    return json.loads(json.dumps(fields, ensure_ascii=False, default=_plain))
+
+
+def _plain(value: Any) -> Any:
+    return dict(value) if isinstance(value, Mapping) else str(value)
+
+
+def record_from_definition(server: str, definition: Mapping[str, Any]) -> ToolRecord:
+    return ToolRecord(
+        id="",
+        name=str(definition.get("name", "")),
+        server=server,
+        description=str(definition.get("description") or ""),
+        input_schema=definition.get("input_schema") or {},
+        annotations=definition.get("annotations"),
+    )
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class PinStore:
+    """Approved tool definitions in a JSON state file; see the module docstring."""
+
+    def __init__(self, path: Path | str | None = None, *, strict: bool = False) -> None:
+        self.path = Path(path).expanduser() if path is not None else default_state_path()
+        self.strict = strict
+        self._lock = FileLock(str(self.path) + ".lock", timeout=_LOCK_TIMEOUT)
+
+    # -- file handling -------------------------------------------------------------------------
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {"version": STATE_VERSION, "tools": {}}
+        except OSError as exc:
+            raise PinStateError(f"cannot read pin state file {self.path}: {exc.strerror or exc}") from exc
+        try:
+            state = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise PinStateError(
+                f"pin state file {self.path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                f"{exc.msg}). It records which tool definitions were approved. Repair it, or move it away "
+                "to start over (every tool is then trusted again on first use, or pending in strict mode)."
+            ) from exc
+        if not isinstance(state, dict) or state.get("version") != STATE_VERSION or not isinstance(
+            state.get("tools"), dict
+        ):
+            raise PinStateError(
+                f"pin state file {self.path} is not a version-{STATE_VERSION} toolscout pin file. "
+                "Move it away to start over, or point TOOLSCOUT_PINS / --pins at another file."
+            )
+        return state
+
+    def _save(self, state: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp", delete=False
+        )
+        try:
+            with handle:
+                json.dump(state, handle, indent=1, sort_keys=True, ensure_ascii=False, default=str)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(handle.name, self.path)
+        except BaseException:
+            Path(handle.name).unlink(missing_ok=True)
+            raise
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        # Read-modify-write under one lock, so a gateway and `toolscout approve` never lose each
+        # other's updates.
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock.acquire()
+        except Timeout as exc:
+            raise PinStateError(
+                f"pin state file {self.path} stayed locked for {_LOCK_TIMEOUT:.0f} s by another toolscout "
+                f"process; if none is running, delete {self._lock.lock_file}"
+            ) from exc
+        except OSError as exc:
+            raise PinStateError(f"cannot use pin state directory {self.path.parent}: {exc}") from exc
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    # -- operations ----------------------------------------------------------------------------
+
+    def check(self, records: Iterable[ToolRecord]) -> PinVerdicts:
+        """Verdicts for the tools a server lists now; pins new tools and records changed ones."""
+        verdicts: dict[Key, PinVerdict] = {}
+        with self._locked():
+            state = self._load()
+            dirty = False
+            for record in records:
+                verdict, changed_state = self._check_one(state["tools"], record)
+                verdicts[(record.server, record.name)] = verdict
+                if changed_state and verdict.blocked:
+                    logger.warning("%s", verdict.message)  # once per new candidate, not per listing
+                dirty = dirty or changed_state
+            if dirty:
+                self._save(state)
+        return PinVerdicts(verdicts)
+
+    def _check_one(self, tools: dict[str, Any], record: ToolRecord) -> tuple[PinVerdict, bool]:
+        entries = tools.setdefault(record.server, {})
+        entry = entries.get(record.name)
+        fingerprint, now = record.fingerprint, _now()
+        pinned = entry.get("fingerprint") if isinstance(entry, dict) else None
+        if pinned == fingerprint:
+            if entry.get("candidate") is not None:
+                entry["candidate"] = None  # the server went back to the approved definition
+                return PinVerdict(record.server, record.name, PinStatus.TRUSTED), True
+            return PinVerdict(record.server, record.name, PinStatus.TRUSTED), False
+        definition = definition_of(record)
+        if pinned is None and not self.strict:
+            entries[record.name] = {"fingerprint": fingerprint, "definition": definition, "approved_at": now,
+                                    "approved_by": "first use", "candidate": None}
+            return PinVerdict(record.server, record.name, PinStatus.NEW), True
+        if not isinstance(entry, dict):
+            entry = entries[record.name] = {"fingerprint": None, "definition": None, "approved_at": None}
+        candidate = entry.get("candidate") or {}
+        dirty = candidate.get("fingerprint") != fingerprint
+        if dirty:
+            entry["candidate"] = {"fingerprint": fingerprint, "definition": definition, "seen_at": now}
+        if pinned is None:
+            return PinVerdict(record.server, record.name, PinStatus.PENDING, ("new tool, never approved",)), dirty
+        summary = compare(entry.get("definition"), definition).summary
+        return PinVerdict(record.server, record.name, PinStatus.CHANGED, summary), dirty
+
+    def pending(self, server: str | None = None, names: Iterable[str] | None = None) -> list[PendingChange]:
+        """Definitions awaiting approval, optionally only of one server and/or some tool names."""
+        wanted = set(names) if names is not None else None
+        with self._locked():
+            state = self._load()
+        found = []
+        for server_name, entries in sorted(state["tools"].items()):
+            if server is not None and server_name != server:
+                continue
+            for name, entry in sorted(entries.items()):
+                candidate = entry.get("candidate") if isinstance(entry, dict) else None
+                if not candidate or (wanted is not None and name not in wanted):
+                    continue
+                found.append(PendingChange(server_name, name, entry.get("definition"), candidate["definition"],
+                                           candidate["fingerprint"], candidate.get("seen_at", "")))
+        return found
+
+    def approve(self, changes: Iterable[PendingChange], approved_by: str = "approve") -> list[PendingChange]:
+        """Accept exactly the candidates shown; one that changed again meanwhile is left pending."""
+        accepted = []
+        with self._locked():
+            state = self._load()
+            for change in changes:
+                entry = state["tools"].get(change.server, {}).get(change.name)
+                candidate = entry.get("candidate") if isinstance(entry, dict) else None
+                if not candidate or candidate.get("fingerprint") != change.candidate_fingerprint:
+                    logger.warning("%s/%s changed again since it was shown; not approved", change.server, change.name)
+                    continue
+                entry.update(fingerprint=candidate["fingerprint"], definition=candidate["definition"],
+                             approved_at=_now(), approved_by=approved_by, candidate=None)
+                accepted.append(change)
+            if accepted:
+                self._save(state)
+        return accepted
