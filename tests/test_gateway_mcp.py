@@ -128,6 +128,13 @@ async def test_arguments_sent_as_a_json_string_are_accepted(server: Any) -> None
     assert _structured(result) == {"city": "Oslo", "days": 2, "summary": ["day 1: sunny, 21 C", "day 2: sunny, 21 C"]}
 
 
+async def test_arguments_passed_beside_the_name_instead_of_inside_arguments_are_accepted(server: Any) -> None:
+    with anyio.fail_after(10):
+        async with Client(server, mode="legacy") as client:
+            result = await client.call_tool("execute_tool", {"name": "weather__get_current_weather", "city": "Oslo"})
+    assert _text(result).startswith("Oslo: 18 C")
+
+
 async def test_an_unknown_tool_is_an_error_listing_the_closest_ids(server: Any) -> None:
     with anyio.fail_after(10):
         async with Client(server, mode="legacy") as client:

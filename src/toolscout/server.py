@@ -217,7 +217,12 @@ class MetaTools:
         if tool is None:
             self._raise_if_server_down(name.strip())
             raise unknown_tool(name.strip(), catalog.by_id)
-        tool_arguments = parse_arguments(arguments.get("arguments"))
+        raw = arguments.get("arguments")
+        extra = {key: value for key, value in arguments.items() if key not in ("name", "arguments")}
+        if raw is None and extra:
+            # A common slip: the tool's arguments passed beside `name` instead of inside `arguments`.
+            raw = extra
+        tool_arguments = parse_arguments(raw)
         validate_arguments(tool, tool_arguments)
         return await self.gateway.call(tool, tool_arguments)
 
