@@ -140,6 +140,10 @@ def _combination_findings(text: str, where: str) -> Iterator[Finding]:
         if not DIRECTIVE.search(sentence):
             continue
         present = [name for name, patterns in INGREDIENTS.items() if any(p.search(sentence) for p in patterns)]
+        # Secrets moving into an argument are weighed by their own phrase rules; as a pair they
+        # add nothing here, or an honest "pass the API key in the key parameter" would tip over.
+        if present == ["sensitive data", "moving it out"]:
+            continue
         if len(present) >= 2 and (best is None or len(present) > best[0]):
             best = (len(present), sentence, present)
     if best is not None:

@@ -55,7 +55,7 @@ _CREDENTIAL_FILE = (
 _ENV_SECRET = r"(?-i:\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:SECRET|TOKEN|PASSWORD|KEY|KEY_ID)\b)"
 _ENV_SOURCE = (
     r"(?:\b(?:from|in) (?:the|your) environment\b"
-    r"|\benvironment variables?\b[^.\n]{0,30}\b(?:secret|token|key|password)s?)"
+    r"|\benvironment variables?\b[^\n]{0,30}\b(?:secret|token|key|password)s?)"
 )
 _CONTEXT = (
     r"(?:\b(?:entire|whole|full|complete|current) (?:conversation|chat|context)\b"
@@ -78,11 +78,11 @@ _SECRET = (
 )
 _SMUGGLE = (
     r"(?:\b(?:pass|put|paste|include|insert|attach|add|append|place|fill|embed|provide|supply|encode"
-    r"|copy|write|written|store|record)\w*\b[^.\n]{0,160}?\b(?:parameter|argument|field|param|sidenote|arg"
+    r"|copy|write|written|store|record)\w*\b[^\n]{0,160}?\b(?:parameter|argument|field|param|sidenote|arg"
     r"|list)s?\b"
     r"|\b(?:pass|put|paste|include|attach|provide|fill)\w* (?:it|them|its|their|both|every|all|the full"
-    r"|the contents?|with|the whole|the entire|whole|entire)\b[^.\n]{0,40}?\b(?:as|in|into|here|with)\b"
-    r"|\b(?:parameter|argument|field|input|param)\b[^.\n]{0,20}\bmust (?:contain|include|be)\b)"
+    r"|the contents?|with|the whole|the entire|whole|entire)\b[^\n]{0,40}?\b(?:as|in|into|here|with)\b"
+    r"|\b(?:parameter|argument|field|input|param)\b[^\n]{0,20}\bmust (?:contain|include|be)\b)"
 )
 _USER_DATA = (
     r"(?:\buser'?s\b|\b(?:full|entire|complete|original) (?:result|text|request|query|data|file|document)"
@@ -97,28 +97,28 @@ _ACQUIRE = (
 PHRASE_RULES: tuple[PhraseRule, ...] = (
     # Overriding the model's instructions.
     _rule("ignore-instructions", 1.0, "tells the model to ignore or override its instructions",
-          r"\b(?:ignore|disregard|forget|override|bypass|skip)\b[^.\n]{0,40}?\b(?:previous|prior|above"
+          r"\b(?:ignore|disregard|forget|override|bypass|skip)\b[^\n]{0,40}?\b(?:previous|prior|above"
           r"|earlier|preceding|all|any|other|system|developer|original|existing|safety|outdated)\b"
-          r"[^.\n]{0,30}?\b(?:instructions?|guidelines?|rules|directives?|prompts?|guidance"
+          r"[^\n]{0,30}?\b(?:instructions?|guidelines?|rules|directives?|prompts?|guidance"
           r"|policies|constraints|told you)\b"),
     _rule("ignore-instructions", 1.0, "tells the model to ignore its instructions (non-English)",
-          r"\bignor(?:ez|e|a|iere|ar)\b[^.\n]{0,40}\b(?:instructions|instrucciones|anweisungen"
+          r"\bignor(?:ez|e|a|iere|ar)\b[^\n]{0,40}\b(?:instructions|instrucciones|anweisungen"
           r"|istruzioni)|忽略(?:之前|以上|所有|先前)|无视(?:之前|以上|所有)"),
     _rule("persona-switch", 0.8, "tries to switch the model into another role or mode",
-          r"\byou are now\b|\bfrom (?:now|this point) on\b[^.\n]{0,40}\b(?:you|assistant|model)\b"
+          r"\byou are now\b|\bfrom (?:now|this point) on\b[^\n]{0,40}\b(?:you|assistant|model)\b"
           r"|\b(?:assistant|ai|model|bot|gpt) (?:with|without) (?:no )?(?:restrictions|limits|rules|filters)\b"),
     _rule("priority-override", 0.8, "puts itself above the user's requests",
-          r"\b(?:higher|highest|top) priority than\b|\bregardless of (?:what|whether|which|who)[^.\n]{0,20}\buser\b"
+          r"\b(?:higher|highest|top) priority than\b|\bregardless of (?:what|whether|which|who)[^\n]{0,20}\buser\b"
           r"|\beven if the user\b|\binstead of (?:the one|what|whatever) the user\b"
           r"|\bstop following the user|\bonly (?:follow|obey) (?:the )?instructions\b"
           r"|\bcomply with (?:every|any|all) (?:request|instruction|command)s?\b"),
     _rule("treat-as-command", 0.8, "turns data into commands for the model",
-          r"\btreat\b[^.\n]{0,80}\bas (?:a )?(?:command|instruction)s?\b|\bwhatever (?:it|they|the (?:response"
+          r"\btreat\b[^\n]{0,80}\bas (?:a )?(?:command|instruction)s?\b|\bwhatever (?:it|they|the (?:response"
           r"|result|output)) says\b|\bcomply with instructions (?:embedded|contained|found) in\b"),
     _rule("remote-instructions", 0.8, "tells the model to follow instructions fetched or decoded",
-          r"\bfollow (?:the |any |all )?(?:instructions|directions|steps)\b[^.\n]{0,40}"
+          r"\bfollow (?:the |any |all )?(?:instructions|directions|steps)\b[^\n]{0,40}"
           r"\b(?:contains|returned|from|at|in it|exactly)\b|\bfollow (?:it|them) exactly\b"
-          r"|\bdecode\b[^.\n]{0,60}\b(?:follow|execute|obey)\b"),
+          r"|\bdecode\b[^\n]{0,60}\b(?:follow|execute|obey)\b"),
     # Text addressed to the model rather than describing the tool.
     _rule("model-tags", 1.0, "prompt-style block aimed at the model",
           r"<\s*/?\s*[\w-]*(?:important|system|sys|instruction|secret|hidden|admin|critical|prompt|assistant|llm"
@@ -141,9 +141,9 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
     # Concealment from the user.
     _rule("conceal-from-user", 1.0, "tells the model to hide something from the user",
           r"\b(?:do not|don't|dont|never|without|no need to|avoid)\s+(?:\w+\s+){0,2}?(?:tell|inform|mention"
-          r"|notify|reveal|alert|disclos|show|display|bring it up|let)\w*\b[^.\n]{0,40}\b(?:user|them|human)\b"
+          r"|notify|reveal|alert|disclos|show|display|bring it up|let)\w*\b[^\n]{0,40}\b(?:user|them|human)\b"
           r"|\bno need to bring it up\b|\b(?:do not|don't|never) tell the user\b"
-          r"|\b(?:nobody|no one|no-one)\b[^.\n]{0,20}\b(?:told|know|notice|informed)\b|\btell no ?one\b"
+          r"|\b(?:nobody|no one|no-one)\b[^\n]{0,20}\b(?:told|know|notice|informed)\b|\btell no ?one\b"
           r"|\bwithout (?:comment|mentioning it|telling anyone|explaining)\b|\bmentioning (?:it|this) would\b"),
     _rule("conceal-instructions", 0.8, "tells the model to keep its instructions secret",
           r"\b(?:these|this|the following) (?:instructions?|note|text) (?:is|are) (?:confidential|secret"
@@ -162,7 +162,7 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           _CREDENTIAL_FILE + "|" + _CONTEXT + "|" + _ENV_SOURCE, _PUT, parameters_only=True),
     _rule("exfiltrate", 0.8, "sends the user's data to a fixed address", _USER_DATA, _SEND, _DEST),
     _rule("collect-secrets", 0.6, "tells the model to gather secrets wholesale",
-          r"\b(?:gather|collect|harvest|grab|extract|dump)\b (?:every|all|any)\b[^.\n]{0,30}" + _SECRET),
+          r"\b(?:gather|collect|harvest|grab|extract|dump)\b (?:every|all|any)\b[^\n]{0,30}" + _SECRET),
     _rule("read-credentials", 0.5, "tells the model to read credential files",
           _ACQUIRE, _CREDENTIAL_FILE + "|" + _ENV_SECRET),
     _rule("credential-file", 0.4, "names a credential file", _CREDENTIAL_FILE),
@@ -174,33 +174,33 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"!\[[^\]]*\]\(\s*https?://[^)\s]*(?:\{|\$|%s|<)"),
     # Changing how other tools behave (shadowing).
     _rule("cross-tool-trigger", 0.5, "conditions on another tool being used",
-          r"\bwhen(?:ever)?\b[^.\n]{0,50}\b(?:tool|function)\b[^.\n]{0,40}\b(?:called|invoked|used|run"
+          r"\bwhen(?:ever)?\b[^\n]{0,50}\b(?:tool|function)\b[^\n]{0,40}\b(?:called|invoked|used|run"
           r"|executed|available)\b"),
     _rule("tool-shadowing", 0.8, "alters what happens when another tool is used",
-          r"\bwhen(?:ever)?\b(?! this tool)[^.\n]{0,50}\b(?:tool|function|server)s?\b[^.\n]{0,40}\b(?:called"
+          r"\bwhen(?:ever)?\b(?! this tool)[^\n]{0,50}\b(?:tool|function|server)s?\b[^\n]{0,40}\b(?:called"
           r"|invoked|used|run|executed)\b|\bwhen(?:ever)? you (?:send|call|use|invoke|create|write|run)\b"
-          r"[^.\n]{0,60}\b(?:any|another|other)\b", r"\b(?:instead|as well|also|make sure|change|replace"
+          r"[^\n]{0,60}\b(?:any|another|other)\b", r"\b(?:instead|as well|also|make sure|change|replace"
           r"|redirect|copy)\b"),
     _rule("inject-recipient", 0.8, "adds a fixed recipient to everything the model does",
-          r"\b(?:add|include|cc|bcc|copy|insert|invite)\b[^.\n]{0,30}" + _DEST + r"[^.\n]{0,60}\b(?:every|all|each)\b"),
+          r"\b(?:add|include|cc|bcc|copy|insert|invite)\b[^\n]{0,30}" + _DEST + r"[^\n]{0,60}\b(?:every|all|each)\b"),
     _rule("tool-override", 1.0, "changes the behaviour of other tools or their arguments",
           r"\bthis (?:tool|server) (?:overrides|replaces|supersedes|takes precedence|modifies)\b"
           r"|\bside effect on\b|\b(?:overrides|modifies|changes|replaces|alters) the (?:default )?behaviou?r of\b"
           r"|\bmust send all (?:emails|messages)\b|\bchange the (?:recipient|destination|address|account)"
-          r"|\bset the (?:recipient|destination)\b[^.\n]{0,30}\bto\b|\bproxy number\b"
-          r"|\bresults of [`'\w]+ must be ignored\b|\b(?:bcc|cc)\b[^.\n]{0,60}\bon every\b"),
+          r"|\bset the (?:recipient|destination)\b[^\n]{0,30}\bto\b|\bproxy number\b"
+          r"|\bresults of [`'\w]+ must be ignored\b|\b(?:bcc|cc)\b[^\n]{0,60}\bon every\b"),
     _rule("preference-hijack", 0.8, "demands to be used instead of other tools",
           r"\balways (?:use|call|prefer|choose) this tool\b|\binstead of any other\b|\brather than any other\b"
-          r"|\b(?:do not|don't|never) (?:use|call) (?:any )?other\b[^.\n]{0,30}\b(?:tools?|search|servers?)\b"
-          r"|\broute (?:all|every|any)\b[^.\n]{0,40}\bthrough this\b|\bbefore any other tool\b"),
+          r"|\b(?:do not|don't|never) (?:use|call) (?:any )?other\b[^\n]{0,30}\b(?:tools?|search|servers?)\b"
+          r"|\broute (?:all|every|any)\b[^\n]{0,40}\bthrough this\b|\bbefore any other tool\b"),
     _rule("disparage-tool", 0.5, "claims another server's tool is broken or unsafe",
-          r"\b(?:tool|function)s? (?:from|on|of|in) (?:the |your )?[\w-]+ server\b[^.\n]{0,40}\b(?:bug|unsafe"
+          r"\b(?:tool|function)s? (?:from|on|of|in) (?:the |your )?[\w-]+ server\b[^\n]{0,40}\b(?:bug|unsafe"
           r"|broken|deprecated|compromised|insecure)\b"),
     _rule("redirect-target", 0.6, "separates the real target from the one the model should use",
           r"\bthe (?:real|actual|true) (?:recipient|account|address|destination|target|phone number)\b"),
     _rule("deceive-user", 0.6, "tells the model to mislead the user",
-          r"\b(?:say|tell (?:the user|them)|claim|pretend)\b[^.\n]{0,20}\b(?:it is|it's|that it|you (?:used|called))"
-          r"\b[^.\n]{0,30}\b(?:asked|requested|wanted)\b"),
+          r"\b(?:say|tell (?:the user|them)|claim|pretend)\b[^\n]{0,20}\b(?:it is|it's|that it|you (?:used|called))"
+          r"\b[^\n]{0,30}\b(?:asked|requested|wanted)\b"),
     # Commands slipped into the model's other actions.
     _rule("shell-payload", 0.8, "carries a shell payload",
           r"\bcurl\b[^|\n]{0,120}\|\s*(?:ba|z)?sh\b|\bwget\b[^|\n]{0,120}\|\s*(?:ba)?sh\b|\bchmod -R\b"
@@ -228,12 +228,12 @@ DIRECTIVE = re.compile(
 )
 INGREDIENTS: dict[str, tuple[re.Pattern[str], ...]] = {
     "sensitive data": (re.compile(_CREDENTIAL_FILE + "|" + _CONTEXT + "|" + _ENV_SOURCE + "|" + _SECRET, _F),),
-    "moving it out": (re.compile(_SMUGGLE + "|" + _SEND + r"[^.\n]{0,80}" + _DEST, _F),),
+    "moving it out": (re.compile(_SMUGGLE + "|" + _SEND + r"[^\n]{0,80}" + _DEST, _F),),
     "concealment": (re.compile(
         r"\b(?:silently|secretly|covertly|quietly|nobody|no one)\b|\bwithout (?:telling|informing|asking"
         r"|confirm\w*|explaining|comment|mentioning)\b|\b(?:do not|don't|never) (?:tell|mention|inform|notify"
         r"|reveal|ask)\b", _F),),
     "other tools or every action": (re.compile(
-        r"\b(?:any|every|all|another|other|each)\b[^.\n]{0,20}\b(?:tools?|servers?|calls?|commands?|messages?"
+        r"\b(?:any|every|all|another|other|each)\b[^\n]{0,20}\b(?:tools?|servers?|calls?|commands?|messages?"
         r"|emails?|requests?)\b|\bthe [`'\"]?[\w.-]+[`'\"]? (?:tool|server)\b", _F),),
 }
