@@ -35,6 +35,8 @@ DEFAULT_LIMIT = 5
 MAX_LIMIT = 50
 # Clients we announce catalog changes to; old HTTP sessions fall off the end.
 _MAX_TRACKED_SESSIONS = 256
+# Beyond this many servers, listing their names in the schema costs more tokens than it helps.
+_MAX_ENUM_SERVERS = 100
 
 _SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -80,7 +82,7 @@ class MetaTools:
             "Only search the tools of these servers (optional)."
         )}
         names = sorted({tool.server for tool in catalog.tools})
-        if names:
+        if 0 < len(names) <= _MAX_ENUM_SERVERS:
             servers["items"]["enum"] = names
         return [
             types.Tool(

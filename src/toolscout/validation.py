@@ -16,6 +16,7 @@ from typing import Any
 
 import jsonschema
 from jsonschema.exceptions import SchemaError, ValidationError, relevance
+from referencing.exceptions import Unresolvable
 
 from toolscout.catalog import ToolRecord
 from toolscout.errors import InvalidArgumentsError, UnknownToolError
@@ -86,7 +87,12 @@ def validate_arguments(tool: ToolRecord, arguments: Mapping[str, Any]) -> None:
     validator = _validator(json.dumps(schema, sort_keys=True, default=str))
     if validator is None:
         return
-    errors = sorted(validator.iter_errors(dict(arguments)), key=relevance)
+    try:
+        errors = sorted(validator.iter_errors(dict(arguments)), key=relevance)
+    except Unresolvable as exc:
+        # A $ref we cannot follow (remote, or broken): the upstream validates on its own.
+        logger.warning("cannot validate arguments of '%s': unresolvable $ref (%s)", tool.id, exc)
+        return
     if not errors:
         return
     lines = [_explain(error) for error in errors[:_MAX_ERRORS]]
