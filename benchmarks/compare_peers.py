@@ -26,6 +26,7 @@ from peers import PlainBM25, StackOnePeer, ToolPickerPeer, load_toolscout_encode
 
 from toolscout.eval import Dataset, EvalRun, evaluate, load_dataset, sample_queries, score_query, summarize
 from toolscout.eval.ablation import HYBRID, run_ablation
+from toolscout.eval.datasets import slice_fields_of
 from toolscout.eval.report import markdown_table, rows_of, slice_pivot
 from toolscout.settings import SearchSettings
 
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_BENCH = ROOT.parent / "shared" / "bench"
 DEFAULT_STACKONE = os.environ.get("STACKONE_PYTHON", "/tmp/peers/stackone-venv/bin/python")
 PEERS = ("toolscout", "bm25s", "toolpicker", "stackone")
+# The informative slices: etom_mcp by level, toolbench_stb by group.
 SLICE_FIELDS = ("level", "group")
 
 
@@ -120,8 +122,8 @@ def render(dataset: Dataset, queries, runs: list[EvalRun], notes: list[str], k: 
         markdown_table(rows_of(runs)),
     ]
     lines += [f"\n{note}" for note in notes]
-    for field in SLICE_FIELDS:
-        if any(query.slice_value(field) != "-" for query in queries):
+    for field in slice_fields_of(queries):
+        if field in SLICE_FIELDS:
             for metric, title in (("full_recall", "Full Recall"), ("mrr", "MRR"), ("recall", "Recall")):
                 lines += ["", f"{title}@{k} by {field}:", "", slice_pivot(runs, field, metric)]
     return "\n".join(lines)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from toolscout.errors import ToolscoutError
 from toolscout.eval import SLICE_FIELDS, EvalRun, load_dataset, run_engine, sample_queries
 from toolscout.eval.ablation import run_ablation
+from toolscout.eval.datasets import slice_fields_of
 from toolscout.eval.report import markdown_table, rows_of, slice_rows, write_report
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
                                index_progress=partial(_report_progress, "toolscout", "embedding"),
                                progress=partial(_report_progress, "toolscout", "queries"))]
         if args.report:
-            slices = [args.by] if args.by else _present_slices(dataset.queries)
+            slices = [args.by] if args.by else slice_fields_of(dataset.queries)
             paths = write_report(args.report, dataset.name, runs, slice_fields=slices,
                                  settings=_describe(base))
             logger.info("report written: %s, %s", *paths)
@@ -104,11 +105,6 @@ def _print_results(args: argparse.Namespace, runs: list[EvalRun]) -> None:
     if args.by:
         print()
         print(markdown_table(slice_rows(runs, args.by), first_column=args.by))
-
-
-def _present_slices(queries) -> list[str]:
-    return [field for field in ("level", "group", "category")
-            if any(query.slice_value(field) != "-" for query in queries)]
 
 
 def _describe(settings: SearchSettings) -> dict[str, object]:

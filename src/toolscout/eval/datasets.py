@@ -19,7 +19,7 @@ Every malformed line raises DatasetError naming the file and line.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,6 +79,13 @@ class Dataset:
     queries: tuple[Query, ...]
     # The folder it was read from, when it came from files.
     folder: Path | None = None
+
+
+def slice_fields_of(queries: Iterable[Query]) -> tuple[str, ...]:
+    """The slicing keys (level, group, category) that at least one of `queries` carries."""
+    queries = list(queries)
+    return tuple(field for field in ("level", "group", "category")
+                 if any(getattr(query, field) is not None for query in queries))
 
 
 def derive_groups(
