@@ -41,3 +41,16 @@ async def test_a_call_on_an_upstream_that_dies_fails_naming_it_and_the_upstream_
     assert crashed.is_error
     assert "upstream 'fragile'" in crashed.content[0].text and "crash_now" in crashed.content[0].text
     assert not echoed.is_error and echoed.content[0].text == "hi"
+
+
+async def test_a_call_that_outlasts_the_registry_timeout_fails_naming_the_upstream(tmp_path: Path) -> None:
+    registry = write_registry(tmp_path / "servers.json", {"fragile": python_server("fragile_server.py", timeout=1)})
+    with anyio.fail_after(30):
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), max_restarts=0) as gateway:
+            await gateway.ready(20)
+            async with Client(build_server(gateway), mode="legacy") as client:
+                hung = await client.call_tool("execute_tool", {"name": "fragile__wait_forever", "arguments": {}})
+                echoed = await client.call_tool("execute_tool", {"name": "fragile__echo", "arguments": {"text": "ok"}})
+    assert hung.is_error
+    assert "upstream 'fragile': did not answer 'wait_forever' within 1 s" in hung.content[0].text
+    assert echoed.content[0].text == "ok"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 
 server = MCPServer("fragile", instructions="Echoes text back; can be made to crash.")
@@ -19,6 +20,13 @@ def echo(text: str) -> str:
 def crash_now() -> str:
     """Exit the server process immediately, in the middle of this call."""
     os._exit(1)
+
+
+@server.tool()
+async def wait_forever() -> str:
+    """Never answer (until cancelled)."""
+    await anyio.sleep_forever()
+    return "unreachable"
 
 
 if __name__ == "__main__":
