@@ -103,6 +103,9 @@ class Gateway:
         await self.pool.__aenter__()
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
+        # Index the (still empty) catalog at once: the engine's first index pays its imports,
+        # which then overlap with the upstreams' starts instead of following them.
+        self._changed.set()
         self._task_group.start_soon(self._follow_changes, name="catalog sync")
         self._task_group.start_soon(self._complete_in_background, name="engine completion")
         return self
