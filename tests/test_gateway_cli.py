@@ -47,3 +47,18 @@ def test_search_prints_the_ranked_tools_with_each_signals_rank(
 def test_a_registry_that_cannot_be_read_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["search", "anything", "--registry", str(tmp_path / "missing.json")]) == 2
     assert "missing.json" in capsys.readouterr().err
+
+
+def test_a_secret_an_upstream_prints_at_start_up_never_reaches_the_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TOOLSCOUT_TEST_TOKEN", "tok-8f3a91c2d7e4")
+    leaky = failing_server("ignored")
+    leaky["args"] = ["-c", "import os, sys; sys.stderr.write('bad token ' + os.environ['API_TOKEN']); sys.exit(1)"]
+    leaky["env"] = {"API_TOKEN": "${TOOLSCOUT_TEST_TOKEN}"}
+    registry = write_registry(tmp_path / "servers.json", {"leaky": leaky})
+    assert main(["tools", "--registry", str(registry), "--json"]) == 0
+    captured = capsys.readouterr()
+    (row,) = json.loads(captured.out)
+    assert "bad token ***" in row["reason"]
+    assert "tok-8f3a91c2d7e4" not in captured.out + captured.err
