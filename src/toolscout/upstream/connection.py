@@ -160,6 +160,8 @@ class Upstream:
                 if reason and tail.tail():
                     reason = f"{reason}; stderr: {tail.tail()}"
             tg.cancel_scope.cancel()
+        if tail is not None:
+            tail.close()
         self._mark_down(reason)
         return self._was_up
 

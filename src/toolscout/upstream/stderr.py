@@ -67,9 +67,15 @@ class StderrTail:
                     break
                 self._absorb(chunk.decode("utf-8", errors="replace"))
         finally:
-            self.release_writer()
+            self.close()
+
+    def close(self) -> None:
+        """Release both ends of the pipe (idempotent; also for a pump that never ran)."""
+        self.release_writer()
+        if self._read_fd >= 0:
             os.close(self._read_fd)
-            self.closed.set()
+            self._read_fd = -1
+        self.closed.set()
 
     def _absorb(self, text: str) -> None:
         lines = (self._partial + text).split("\n")
