@@ -54,3 +54,25 @@ async def test_a_call_that_outlasts_the_registry_timeout_fails_naming_the_upstre
     assert hung.is_error
     assert "upstream 'fragile': did not answer 'wait_forever' within 1 s" in hung.content[0].text
     assert echoed.content[0].text == "ok"
+
+
+async def test_progress_is_forwarded_and_keeps_a_long_call_alive_past_the_timeout(tmp_path: Path) -> None:
+    registry = write_registry(tmp_path / "servers.json", {"fragile": python_server("fragile_server.py", timeout=2)})
+    seen: list[tuple[float, float | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total))
+
+    with anyio.fail_after(30):
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), max_restarts=0) as gateway:
+            await gateway.ready(20)
+            async with Client(build_server(gateway), mode="legacy") as client:
+                # 8 steps of 0.4 s outlast the 2 s timeout; each progress report restarts it.
+                result = await client.call_tool(
+                    "execute_tool",
+                    {"name": "fragile__work_with_progress", "arguments": {"steps": 8, "step_seconds": 0.4}},
+                    progress_callback=on_progress,
+                )
+    assert not result.is_error, result.content
+    assert result.content[0].text == "done after 8 steps"
+    assert seen == [(float(step), 8.0) for step in range(1, 9)]

@@ -35,6 +35,7 @@ from toolscout.upstream import (
     UpstreamPool,
     UpstreamStatus,
 )
+from toolscout.upstream.connection import ProgressFn
 from toolscout.upstream.pool import DEFAULT_MAX_RESTARTS
 
 logger = logging.getLogger(__name__)
@@ -170,8 +171,10 @@ class Gateway:
             lambda: self.engine.search(query, limit=limit, servers=servers)
         )
 
-    async def call(self, tool: ToolRecord, arguments: Mapping[str, Any]) -> types.CallToolResult:
-        return await self.pool.call(tool, arguments)
+    async def call(
+        self, tool: ToolRecord, arguments: Mapping[str, Any], progress: ProgressFn | None = None
+    ) -> types.CallToolResult:
+        return await self.pool.call(tool, arguments, progress)
 
     def _on_pool_change(self) -> None:
         self._changed.set()

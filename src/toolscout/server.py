@@ -25,6 +25,7 @@ from toolscout.gateway import Gateway
 from toolscout.packing import pack
 from toolscout.search import SearchHit
 from toolscout.upstream import Catalog, State
+from toolscout.upstream.connection import ProgressFn
 from toolscout.validation import parse_arguments, unknown_tool, validate_arguments
 
 logger = logging.getLogger(__name__)
@@ -144,7 +145,8 @@ class MetaTools:
             if params.name == SEARCH_TOOL:
                 return await self.search(arguments)
             if params.name == EXECUTE_TOOL:
-                return await self.execute(arguments)
+                # The upstream's progress reaches the agent (a no-op unless it asked for progress).
+                return await self.execute(arguments, progress=ctx.session.report_progress)
             return _error(f"Unknown tool '{params.name}'. This server has two tools: {SEARCH_TOOL} and {EXECUTE_TOOL}.")
         except ToolCallError as exc:
             return _error(str(exc))
@@ -210,7 +212,7 @@ class MetaTools:
             if s.state is not State.UP and (servers is None or s.name in servers)
         ]
 
-    async def execute(self, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def execute(self, arguments: dict[str, Any], progress: ProgressFn | None = None) -> types.CallToolResult:
         name = arguments.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ToolCallError("'name' must be the id of a tool, as returned by search_tools.")
@@ -226,7 +228,7 @@ class MetaTools:
             raw = extra
         tool_arguments = parse_arguments(raw)
         validate_arguments(tool, tool_arguments)
-        return await self.gateway.call(tool, tool_arguments)
+        return await self.gateway.call(tool, tool_arguments, progress)
 
     def _raise_if_server_down(self, tool_id: str) -> None:
         """An id whose server is down is not unknown: say that the server is the problem."""

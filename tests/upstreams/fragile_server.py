@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("fragile", instructions="Echoes text back; can be made to crash.")
 
@@ -20,6 +20,15 @@ def echo(text: str) -> str:
 def crash_now() -> str:
     """Exit the server process immediately, in the middle of this call."""
     os._exit(1)
+
+
+@server.tool()
+async def work_with_progress(steps: int, step_seconds: float, ctx: Context) -> str:
+    """Work for `steps` steps of `step_seconds` each, reporting progress after each step."""
+    for step in range(1, steps + 1):
+        await anyio.sleep(step_seconds)
+        await ctx.report_progress(step, steps, f"step {step}")
+    return f"done after {steps} steps"
 
 
 @server.tool()

@@ -3,6 +3,7 @@
 from toolscout.upstream.connection import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_START_TIMEOUT,
+    ProgressFn,
     State,
     Upstream,
     UpstreamStatus,
@@ -14,6 +15,7 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_START_TIMEOUT",
     "Catalog",
+    "ProgressFn",
     "State",
     "Upstream",
     "UpstreamPool",

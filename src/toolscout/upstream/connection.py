@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +31,9 @@ from toolscout.upstream.stderr import StderrTail
 from toolscout.upstream.streams import EndWatchingStream
 
 logger = logging.getLogger(__name__)
+
+# (progress, total, message) of a call in flight, as the SDK reports it.
+ProgressFn = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
 DEFAULT_START_TIMEOUT = 30.0
 # Below the 60 s after which hosts give up on a tool call, so the agent gets our clear error first.
@@ -285,24 +288,40 @@ class Upstream:
             logger.info("upstream '%s' changed its tools: now %d", self.name, len(tools))
             self._on_change()
 
-    async def call(self, tool: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
-        """Proxy one tools/call; every failure becomes an UpstreamError naming this upstream."""
+    async def call(
+        self, tool: str, arguments: Mapping[str, Any], progress: ProgressFn | None = None
+    ) -> types.CallToolResult:
+        """Proxy one tools/call; every failure becomes an UpstreamError naming this upstream.
+
+        The timeout runs from the last sign of life: each progress notification of the upstream
+        (forwarded to `progress`) restarts it, so long jobs that report progress are not cut off.
+        """
         client = self._client
         if client is None or self.state is not State.UP:
             raise UpstreamError(self.name, f"is not available ({self.reason or 'not connected right now'})")
         timeout = self.call_timeout
-        try:
-            # The SDK's own timeout sends the upstream a cancellation; ours is only a backstop.
-            with anyio.fail_after(timeout + 1.0):
-                return await client.call_tool(tool, dict(arguments), read_timeout_seconds=timeout)
-        except (TimeoutError, MCPError) as exc:
-            if isinstance(exc, TimeoutError) or exc.code == types.REQUEST_TIMEOUT:
-                raise UpstreamError(self.name, f"did not answer '{tool}' within {timeout:g} s") from exc
-            if exc.code == types.CONNECTION_CLOSED:
-                raise UpstreamError(self.name, f"closed the connection during '{tool}' (it may have crashed)") from exc
-            raise UpstreamError(self.name, f"rejected '{tool}': {self._redact(exc.message)}") from exc
-        except (RuntimeError, ValidationError) as exc:
-            raise UpstreamError(self.name, f"returned an invalid result for '{tool}': {self._redact(str(exc))}") from exc
+        with anyio.CancelScope(deadline=anyio.current_time() + timeout) as deadline:
+
+            async def on_progress(value: float, total: float | None, message: str | None) -> None:
+                deadline.deadline = anyio.current_time() + timeout
+                if progress is not None:
+                    await progress(value, total, message)
+
+            try:
+                # Cancelling the call (our deadline, or the agent's cancellation) makes the SDK send
+                # the upstream notifications/cancelled.
+                return await client.call_tool(tool, dict(arguments), progress_callback=on_progress)
+            except MCPError as exc:
+                if exc.code == types.CONNECTION_CLOSED:
+                    raise UpstreamError(
+                        self.name, f"closed the connection during '{tool}' (it may have crashed)"
+                    ) from exc
+                raise UpstreamError(self.name, f"rejected '{tool}': {self._redact(exc.message)}") from exc
+            except (RuntimeError, ValidationError) as exc:
+                raise UpstreamError(
+                    self.name, f"returned an invalid result for '{tool}': {self._redact(str(exc))}"
+                ) from exc
+        raise UpstreamError(self.name, f"did not answer '{tool}' within {timeout:g} s")
 
     def _mark_down(self, reason: str | None) -> None:
         was_up = self.state is State.UP

@@ -28,6 +28,7 @@ from toolscout.errors import UpstreamError
 from toolscout.upstream.connection import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_START_TIMEOUT,
+    ProgressFn,
     State,
     Upstream,
     UpstreamStatus,
@@ -141,9 +142,11 @@ class UpstreamPool:
         live = {name: up.tools for name, up in self.upstreams.items() if up.state is State.UP}
         return Catalog.of(build_catalog(live))
 
-    async def call(self, tool: ToolRecord, arguments: Mapping[str, Any]) -> types.CallToolResult:
+    async def call(
+        self, tool: ToolRecord, arguments: Mapping[str, Any], progress: ProgressFn | None = None
+    ) -> types.CallToolResult:
         """Call `tool` on the upstream that owns it (never on another one with a same-named tool)."""
         upstream = self.upstreams.get(tool.server)
         if upstream is None:
             raise UpstreamError(tool.server, "is not configured")
-        return await upstream.call(tool.name, arguments)
+        return await upstream.call(tool.name, arguments, progress)
