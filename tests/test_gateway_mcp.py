@@ -100,6 +100,7 @@ async def test_search_ranks_the_right_tool_first_for_a_plain_request(server: Any
     assert forecast[0]["id"] == "weather__get_forecast"
     assert forecast[0]["inputSchema"]["required"] == ["city"]
     assert forecast[0]["annotations"]["readOnlyHint"] is True
+    assert forecast[0]["outputSchema"]["required"] == ["city", "days", "summary"]
     assert clock[0]["id"] == "time__get_current_time"
     assert {"id", "server", "name", "title", "description", "inputSchema", "score"} <= set(clock[0])
 

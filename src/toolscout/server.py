@@ -265,6 +265,8 @@ def search_entry(hit: SearchHit) -> dict[str, Any]:
         "description": tool.description,
         "inputSchema": dict(tool.input_schema),
     }
+    if tool.output_schema:
+        entry["outputSchema"] = dict(tool.output_schema)
     if tool.annotations:
         entry["annotations"] = dict(tool.annotations)
     entry["score"] = round(hit.score, 4)
