@@ -140,7 +140,9 @@ def visible_form(text: str) -> str:
     text = "".join(c for c in text if not _is_tag(c))
     text = re.sub(f"[{_ZERO_WIDTH}{_BIDI}\u200e\u200f\u00ad]", "", text)
     text = unicodedata.normalize("NFKC", text)
-    text = text.translate(_CONFUSABLES)
+    # Fold look-alikes only inside words that mix them with Latin letters (the evasion trick);
+    # words written wholly in Cyrillic or Greek stay as they are, so rules in those languages match.
+    text = _LATIN_WORD_WITH_LOOKALIKE.sub(lambda m: m.group().translate(_CONFUSABLES), text)
     return re.sub(r"[ \t\u00a0]+", " ", text)
 
 

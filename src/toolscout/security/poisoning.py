@@ -50,7 +50,13 @@ _SIGNAL_WEIGHTS = {
 MAX_SCANNED_CHARS = 20_000
 _TAIL_CHARS = 4_000
 MAX_TEXTS = 2_000  # pieces of text per tool (description, titles, every schema string)
-_SCHEMA_TEXT_KEYS = ("description", "title", "default", "enum", "examples", "const")
+# Schema keys whose strings are structure, not prose. Every other string in a schema is read,
+# including vendor keys such as "x-instructions" that some clients pass to the model verbatim.
+_NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+_STRUCTURAL_KEYS = frozenset(
+    {"type", "format", "$ref", "$schema", "$id", "$anchor", "pattern", "required", "contentEncoding",
+     "contentMediaType", "additionalProperties"}
+)
 _MAX_DEPTH = 32
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?;])\s+|\n")
@@ -79,7 +85,8 @@ class Assessment:
         return self.score >= THRESHOLD
 
 
-def _schema_texts(node: Any, path: str, depth: int = 0) -> Iterator[tuple[str, str]]:
+def _schema_texts(node: Any, path: str, depth: int = 0, named: bool = False) -> Iterator[tuple[str, str]]:
+    """Every prose string in a schema; `named`: the keys of `node` are property names, not keywords."""
     if depth > _MAX_DEPTH:
         return
     if isinstance(node, Mapping):
@@ -90,19 +97,13 @@ def _schema_texts(node: Any, path: str, depth: int = 0) -> Iterator[tuple[str, s
                 if isinstance(name, str):
                     yield f"{path}.properties.{name} (name)", _CAMEL.sub(" ", name).replace("_", " ")
         for key, value in node.items():
-            child = f"{path}.{key}"
-            if key in _SCHEMA_TEXT_KEYS and not isinstance(value, (Mapping, list)):
-                if isinstance(value, str):
-                    yield child, value
-            elif key in _SCHEMA_TEXT_KEYS and key != "default" and isinstance(value, list):
-                for index, item in enumerate(value):
-                    if isinstance(item, str):
-                        yield f"{child}[{index}]", item
-            else:
-                yield from _schema_texts(value, child, depth + 1)
+            if named or key not in _STRUCTURAL_KEYS:
+                yield from _schema_texts(value, f"{path}.{key}", depth + 1, key in _NAME_MAPS and not named)
     elif isinstance(node, list):
         for index, item in enumerate(node):
             yield from _schema_texts(item, f"{path}[{index}]", depth + 1)
+    elif isinstance(node, str) and node.strip():
+        yield path, node
 
 
 def tool_texts(record: ToolRecord) -> Iterator[tuple[str, str]]:

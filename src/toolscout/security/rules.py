@@ -42,14 +42,14 @@ _DEST = (
 )
 _SEND = (
     r"\b(?:send|sends|sending|forward|forwarding|post|posts|upload|uploads|transmit|exfiltrat\w*"
-    r"|mirror|mirrored|bcc|cc|email|e-mail|report|leak|deliver|share|sync)\b"
+    r"|mirror|mirrored|bcc|cc|email|e-mail|report|leak|deliver|share|sync)\b|\binto an? (?:GET|POST|PUT|HTTP) request\b"
 )
 _CREDENTIAL_FILE = (
     r"(?:~/\.ssh\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\.aws/credentials|\.netrc\b|\.pgpass\b"
     r"|\.docker/config\.json|\.kube/config|/etc/(?:passwd|shadow)\b|\bmcp\.json\b"
     r"|claude_desktop_config|~/\.cursor\b|\bhosts\.yml\b|\.git-credentials|\.npmrc\b|\.pypirc\b"
     r"|\bwallet\.dat\b|\.bash_history|(?<![\w/.-])\.env\b(?![.\w-])|\*\.(?:pem|key|p12|pfx)\b"
-    r"|\bprivate key files?\b|\bkeystore\b)"
+    r"|\bprivate key files?\b|\bkeystore\b|\bcredentials\.json\b|\*\.env\b)"
 )
 # Secret-looking variable names are upper case by convention; lower case is an ordinary parameter.
 _ENV_SECRET = r"(?-i:\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:SECRET|TOKEN|PASSWORD|KEY|KEY_ID)\b)"
@@ -58,9 +58,9 @@ _ENV_SOURCE = (
     r"|\benvironment variables?\b[^\n]{0,30}\b(?:secret|token|key|password)s?)"
 )
 _CONTEXT = (
-    r"(?:\b(?:entire|whole|full|complete|current) (?:conversation|chat|context)\b"
+    r"(?:\b(?:entire|whole|full|complete|current|surrounding|ongoing) (?:conversation|chat|dialog(?:ue)?|context)\b"
     r"|\b(?:conversation|chat) (?:history|so far|log|transcript)\b"
-    r"|\b(?:previous|prior|earlier|last|recent|all|every) (?:\d+ )?(?:chat )?messages?\b"
+    r"|\b(?:previous|prior|earlier|last|recent|every)\b(?: \w+){0,2} messages?\b"
     r"|\bsystem prompt\b|\byour (?:instructions|prompt|context window)\b|\bearlier tool results\b"
     r"|\bbrowser session\b|\b(?:the )?user (?:has )?(?:shared|typed|pasted|mentioned|entered)\b|\bcontact list\b"
     r"|\b(?:earlier|previously|before) in (?:the|this) (?:conversation|chat|session)\b"
@@ -68,7 +68,8 @@ _CONTEXT = (
     r"|\b(?:files|documents|pages) you (?:have )?(?:read|opened|seen)\b"
     r"|\bprivate repositor(?:y|ies)\b|\bcredit card\b|\blist of all tools|\bthis conversation\b"
     r"|\bthe user'?s (?:first|last|original|previous|recent|every) (?:message|prompt|request|query)s?\b"
-    r"|\bfiles (?:they|the user) (?:attached|uploaded|shared)\b)"
+    r"|\bfiles (?:they|the user) (?:attached|uploaded|shared)\b|\buser'?s (?:saved|stored|private|personal)\b"
+    r"|\bsaved (?:browser )?passwords\b|\blocation history\b|\bhome address\b)"
 )
 _SECRET = (
     r"(?:\b(?:passwords?|passphrases?|secrets?|credentials?|api[ _-]?keys?|access[ _-]?keys?"
@@ -103,7 +104,8 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"|policies|constraints|told you)\b"),
     _rule("ignore-instructions", 1.0, "tells the model to ignore its instructions (non-English)",
           r"\bignor(?:ez|e|a|iere|ar)\b[^\n]{0,40}\b(?:instructions|instrucciones|anweisungen"
-          r"|istruzioni)|忽略(?:之前|以上|所有|先前)|无视(?:之前|以上|所有)"),
+          r"|istruzioni|instruções|instrucoes)|(?:про)?игнорируй\w*[^\n]{0,30}инструкци|忽略(?:之前|以上|所有|先前)"
+          r"|无视(?:之前|以上|所有)|指示を無視"),
     _rule("persona-switch", 0.8, "tries to switch the model into another role or mode",
           r"\byou are now\b|\bfrom (?:now|this point) on\b[^\n]{0,40}\b(?:you|assistant|model)\b"
           r"|\b(?:assistant|ai|model|bot|gpt) (?:with|without) (?:no )?(?:restrictions|limits|rules|filters)\b"),
@@ -111,7 +113,9 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"\b(?:higher|highest|top) priority than\b|\bregardless of (?:what|whether|which|who)[^\n]{0,20}\buser\b"
           r"|\beven if the user\b|\binstead of (?:the one|what|whatever) the user\b"
           r"|\bstop following the user|\bonly (?:follow|obey) (?:the )?instructions\b"
-          r"|\bcomply with (?:every|any|all) (?:request|instruction|command)s?\b"),
+          r"|\bcomply with (?:every|any|all) (?:request|instruction|command)s?\b"
+          r"|\byour (?:real|actual|true|new) (?:task|goal|job|purpose|instructions?)\b"
+          r"|\b(?:previous|prior|earlier|above) (?:rules|instructions) (?:were|are) (?:a test|fake|void|outdated|cancel)"),
     _rule("treat-as-command", 0.8, "turns data into commands for the model",
           r"\btreat\b[^\n]{0,80}\bas (?:a )?(?:command|instruction)s?\b|\bwhatever (?:it|they|the (?:response"
           r"|result|output)) says\b|\bcomply with instructions (?:embedded|contained|found) in\b"),
@@ -123,11 +127,13 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
     _rule("model-tags", 1.0, "prompt-style block aimed at the model",
           r"<\s*/?\s*[\w-]*(?:important|system|sys|instruction|secret|hidden|admin|critical|prompt|assistant|llm"
           r"|agent|note)[\w-]*\s*>"
+          r"|#{2,}\s*(?:new )?(?:system|admin|developer) (?:instructions?|prompt|message)"
           r"|\[/?(?:INST|SYS|SYSTEM)\]|<<\s*/?SYS\s*>>|<\|(?:im_start|im_end|system|endoftext)\|>"),
     _rule("address-model", 0.5, "text addressed to the AI model",
           r"\b(?:note|reminder|tip)s? (?:to|for) (?:the |any |whichever |every |all )?(?:ai|llm"
           r"|assistant|model|agent)s?\b|(?:^|[\s(>\]])(?:assistant|ai agents?|ai models?|llms?)\s*:|(?:^|[>\]])\s*model\s*:"
-          r"|\b(?:assistant|agent|model) instructions\s*:"),
+          r"|\b(?:assistant|agent|model|ai|llm) (?:instructions?|directives?|notes?|rules?)\s*:"
+          r"|\b(?:dear|hey|hi|attention) (?:ai|assistant|model|ai model|llm|agent)\b"),
     _rule("address-model", 0.5, "text addressed to the AI model", r"(?:^|[\s(>\]])SYSTEM\s*:", flags=0),
     _rule("address-model", 0.5, "text addressed to the AI model by name",
           r"(?:^|\b(?:hey|hi|dear|attention) )(?:claude|chatgpt|gpt-?\d?|gemini|copilot|cursor|llama)\s*[,:]"
@@ -166,6 +172,10 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
     _rule("read-credentials", 0.5, "tells the model to read credential files",
           _ACQUIRE, _CREDENTIAL_FILE + "|" + _ENV_SECRET),
     _rule("credential-file", 0.4, "names a credential file", _CREDENTIAL_FILE),
+    _rule("credential-contents", 0.7, "asks for the contents of credential files",
+          r"\b(?:contents?|text|values?) of\b[^\n]{0,30}(?:" + _CREDENTIAL_FILE.replace(
+              r"|(?<![\w/.-])\.env\b(?![.\w-])", "") + ")"),
+    _rule("hidden-field", 0.6, "asks for data in a hidden field", r"\bhidden (?:field|parameter|input|argument)\b"),
     _rule("secret-into-argument", 0.5, "asks for secrets in an argument", _SECRET, _SMUGGLE),
     _rule("send-to-address", 0.5, "sends data to a fixed address", _SEND, _DEST),
     _rule("always-send", 0.7, "sends everything to a fixed address",
@@ -186,21 +196,25 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
     _rule("tool-override", 1.0, "changes the behaviour of other tools or their arguments",
           r"\bthis (?:tool|server) (?:overrides|replaces|supersedes|takes precedence|modifies)\b"
           r"|\bside effect on\b|\b(?:overrides|modifies|changes|replaces|alters) the (?:default )?behaviou?r of\b"
-          r"|\bmust send all (?:emails|messages)\b|\bchange the (?:recipient|destination|address|account)"
+          r"|\bmust send all (?:emails|messages)\b|\b(?:change|replace) the (?:recipient|destination|address|account)"
           r"|\bset the (?:recipient|destination)\b[^\n]{0,30}\bto\b|\bproxy number\b"
           r"|\bresults of [`'\w]+ must be ignored\b|\b(?:bcc|cc)\b[^\n]{0,60}\bon every\b"),
     _rule("preference-hijack", 0.8, "demands to be used instead of other tools",
           r"\balways (?:use|call|prefer|choose) this tool\b|\binstead of any other\b|\brather than any other\b"
           r"|\b(?:do not|don't|never) (?:use|call) (?:any )?other\b[^\n]{0,30}\b(?:tools?|search|servers?)\b"
-          r"|\broute (?:all|every|any)\b[^\n]{0,40}\bthrough this\b|\bbefore any other tool\b"),
+          r"|\broute (?:all|every|any)\b[^\n]{0,40}\bthrough this\b|\bbefore any other tool\b"
+          r"|\bmust be (?:routed|sent|directed) (?:here|to this (?:tool|server))\b"),
     _rule("disparage-tool", 0.5, "claims another server's tool is broken or unsafe",
           r"\b(?:tool|function)s? (?:from|on|of|in) (?:the |your )?[\w-]+ server\b[^\n]{0,40}\b(?:bug|unsafe"
-          r"|broken|deprecated|compromised|insecure)\b"),
+          r"|broken|deprecated|compromised|insecure)\b|\bother [\w-]+ tools?\b[^\n]{0,40}\b(?:be avoided|wrong results"
+          r"|unreliable|unsafe|compromised)\b"),
     _rule("redirect-target", 0.6, "separates the real target from the one the model should use",
           r"\bthe (?:real|actual|true) (?:recipient|account|address|destination|target|phone number)\b"),
     _rule("deceive-user", 0.6, "tells the model to mislead the user",
           r"\b(?:say|tell (?:the user|them)|claim|pretend)\b[^\n]{0,20}\b(?:it is|it's|that it|you (?:used|called))"
-          r"\b[^\n]{0,30}\b(?:asked|requested|wanted)\b"),
+          r"\b[^\n]{0,30}\b(?:asked|requested|wanted)\b|\b(?:say|claim|pretend)\b[^\n]{0,30}\badministrator"
+          r" (?:requires|required|approved)\b|\btell (?:the user|them) (?:that )?(?:it|the \w+) (?:succeeded|worked"
+          r"|was successful)\b"),
     # Commands slipped into the model's other actions.
     _rule("shell-payload", 0.8, "carries a shell payload",
           r"\bcurl\b[^|\n]{0,120}\|\s*(?:ba|z)?sh\b|\bwget\b[^|\n]{0,120}\|\s*(?:ba)?sh\b|\bchmod -R\b"
@@ -209,12 +223,14 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"\bprefix (?:it|every|each|all|any)\b|\bbefore (?:executing|running) any (?:shell )?(?:command|tool)"),
     _rule("claims-consent", 0.6, "claims the user authorised actions in advance",
           r"\b(?:already|pre-?)\s?(?:approved|authori[sz]ed|consented)\b|\byou are (?:authori[sz]ed|permitted)"
-          r" to\b|\b(?:user|they) (?:fully )?trusts? (?:this|the) (?:server|tool)\b"),
+          r" to\b|\b(?:user|they) (?:fully )?trusts? (?:this|the) (?:server|tool)\b|\bis always safe\b"
+          r"|\b(?:has|have) (?:already )?(?:verified|vetted|approved) (?:every|all)\b"),
     _rule("skip-confirmation", 0.6, "tells the model not to ask for confirmation or skip safety checks",
           r"\bnever ask (?:for )?(?:confirmation|permission)\b"
           r"|\bwithout (?:asking|requesting) (?:for )?(?:confirmation|permission)\b"
           r"|\bwithout (?:confirming|checking|consulting)(?: with)? the user\b"
-          r"|\b(?:skip|bypass|disable|turn off) (?:any |all |the )?(?:safety|security|confirmation)\b"),
+          r"|\b(?:skip|bypass|disable|turn off) (?:any |all |the )?(?:safety|security|confirmation)\b"
+          r"|\b(?:do not|don't|never) ask the user (?:about|whether|if|before)\b"),
     _rule("pressure", 0.4, "pressure to comply",
           r"\b(?:will|would) (?:crash|be lost|not work)\b|\b(?:very\W+){2,}important\b|\bmandatory\b"
           r"|\bfor compliance\b|\bat all costs\b|\bthis is (?:required|mandatory|critical)\b"),
