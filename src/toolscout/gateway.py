@@ -41,6 +41,9 @@ from toolscout.upstream.pool import DEFAULT_MAX_RESTARTS
 logger = logging.getLogger(__name__)
 
 CatalogListener = Callable[[Catalog], Awaitable[None]]
+# Given every tool of the catalog, the ids to withhold from agents and why (e.g. a definition that
+# changed since it was pinned, a description with hidden instructions). Runs in a worker thread.
+ToolScreen = Callable[[Sequence[ToolRecord]], Mapping[str, str]]
 
 
 class _CompletionStopped(Exception):
@@ -79,8 +82,10 @@ class Gateway:
         start_timeout: float = DEFAULT_START_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         max_restarts: int = DEFAULT_MAX_RESTARTS,
+        screens: Sequence[ToolScreen] = (),
     ) -> None:
         self.engine = engine
+        self._screens = tuple(screens)
         self.pool = UpstreamPool(
             specs,
             start_timeout=start_timeout,
@@ -146,10 +151,23 @@ class Gateway:
         while self._completed_generation < self._indexed_generation:
             await self._completed.wait()
 
+    def rescreen(self) -> None:
+        """Ask for the screens to be run again (e.g. after a person approved a changed tool)."""
+        self._changed.set()
+
+    async def _screened(self, full: Catalog) -> Catalog:
+        withheld: dict[str, str] = {}
+        for screen in self._screens:
+            withheld.update(await anyio.to_thread.run_sync(screen, full.tools))
+        for tool_id, reason in withheld.items():
+            if tool_id not in self.catalog.withheld:
+                logger.warning("withholding tool '%s': %s", tool_id, reason)
+        return Catalog.of(full.tools, withheld) if withheld else full
+
     async def sync(self) -> None:
         """Rebuild the catalog from the pool; re-index and notify only if it changed."""
         async with self._sync_lock:
-            catalog = self.pool.catalog()
+            catalog = await self._screened(self.pool.catalog())
             if catalog.fingerprint == self.catalog.fingerprint and self._indexed_generation:
                 return
             await anyio.to_thread.run_sync(self.engine.index, catalog.tools)

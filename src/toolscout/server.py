@@ -218,6 +218,8 @@ class MetaTools:
             raise ToolCallError("'name' must be the id of a tool, as returned by search_tools.")
         catalog = self.gateway.catalog
         tool = catalog.by_id.get(name.strip())
+        if name.strip() in catalog.withheld:
+            raise ToolCallError(f"Tool '{name.strip()}' is withheld: {catalog.withheld[name.strip()]}")
         if tool is None:
             self._raise_if_server_down(name.strip())
             raise unknown_tool(name.strip(), catalog.by_id)

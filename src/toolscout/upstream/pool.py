@@ -46,20 +46,26 @@ _SHUTDOWN_GRACE = 8.0
 
 @dataclass(frozen=True)
 class Catalog:
-    """An immutable snapshot of every tool of every connected upstream."""
+    """An immutable snapshot of the tools of the connected upstreams.
+
+    `tools` are the ones agents may search and call; `withheld` maps the ids of tools a screen
+    (pinning, poisoning scan) keeps from them to the reason, which `execute_tool` reports.
+    """
 
     tools: tuple[ToolRecord, ...] = ()
     by_id: Mapping[str, ToolRecord] = field(default_factory=dict)
+    withheld: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, tools: Sequence[ToolRecord]) -> Catalog:
-        tools = tuple(tools)
-        return cls(tools=tools, by_id={tool.id: tool for tool in tools})
+    def of(cls, tools: Sequence[ToolRecord], withheld: Mapping[str, str] | None = None) -> Catalog:
+        withheld = dict(withheld or {})
+        kept = tuple(tool for tool in tools if tool.id not in withheld)
+        return cls(tools=kept, by_id={tool.id: tool for tool in kept}, withheld=withheld)
 
     @property
-    def fingerprint(self) -> tuple[tuple[str, str], ...]:
-        """Changes whenever a tool appears, disappears or changes its definition."""
-        return tuple((tool.id, tool.fingerprint) for tool in self.tools)
+    def fingerprint(self) -> tuple[object, ...]:
+        """Changes whenever a tool appears, disappears, changes its definition or is withheld."""
+        return (tuple((tool.id, tool.fingerprint) for tool in self.tools), tuple(sorted(self.withheld.items())))
 
 
 class UpstreamPool:
