@@ -38,6 +38,7 @@ def load(path: Path) -> list[tuple[dict, ToolRecord]]:
                 description=row.get("description") or "",
                 input_schema=row.get("input_schema") or {},
                 title=row.get("title"),
+                annotations=row.get("annotations"),
             )
             rows.append((row, record))
     return rows

@@ -34,7 +34,7 @@ def load(name: str) -> list[ToolRecord]:
         row = json.loads(line)
         records.append(ToolRecord(id=row["id"], name=row["name"], server=row["server"],
                                   description=row["description"], input_schema=row["input_schema"],
-                                  title=row.get("title")))
+                                  title=row.get("title"), annotations=row.get("annotations")))
     return records
 
 
