@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import deque
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -68,11 +69,17 @@ def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
+# Told about every meta-tool call once it has its result: (request context, tool name, the
+# arguments as sent, the result). For learning from use; must be quick, must not raise.
+CallObserver = Callable[[ServerRequestContext[Any], str, dict[str, Any], types.CallToolResult], None]
+
+
 class MetaTools:
     """Handlers of the two meta-tools over one gateway."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Gateway, observers: Sequence[CallObserver] = ()) -> None:
         self.gateway = gateway
+        self._observers = tuple(observers)
         self._sessions: deque[ServerSession] = deque(maxlen=_MAX_TRACKED_SESSIONS)
 
     # --- tools/list ------------------------------------------------------------------------
@@ -141,20 +148,31 @@ class MetaTools:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         arguments = params.arguments or {}
+        result = await self._call(ctx, params.name, arguments)
+        for observe in self._observers:
+            try:
+                observe(ctx, params.name, arguments, result)
+            except Exception:  # noqa: BLE001 - an observer never changes what the agent gets
+                logger.exception("call observer failed")
+        return result
+
+    async def _call(
+        self, ctx: ServerRequestContext[Any], name: str, arguments: dict[str, Any]
+    ) -> types.CallToolResult:
         try:
-            if params.name == SEARCH_TOOL:
+            if name == SEARCH_TOOL:
                 return await self.search(arguments)
-            if params.name == EXECUTE_TOOL:
+            if name == EXECUTE_TOOL:
                 # The upstream's progress reaches the agent (a no-op unless it asked for progress).
                 return await self.execute(arguments, progress=ctx.session.report_progress)
-            return _error(f"Unknown tool '{params.name}'. This server has two tools: {SEARCH_TOOL} and {EXECUTE_TOOL}.")
+            return _error(f"Unknown tool '{name}'. This server has two tools: {SEARCH_TOOL} and {EXECUTE_TOOL}.")
         except ToolCallError as exc:
             return _error(str(exc))
         except UpstreamError as exc:
             return _error(f"{exc}. Try again later, or use search_tools to find another tool for the task.")
         except Exception as exc:  # noqa: BLE001 - the agent gets a message, the log gets the traceback
-            logger.exception("%s failed", params.name)
-            return _error(f"toolscout failed to handle {params.name}: {type(exc).__name__}: {exc}")
+            logger.exception("%s failed", name)
+            return _error(f"toolscout failed to handle {name}: {type(exc).__name__}: {exc}")
 
     async def search(self, arguments: dict[str, Any]) -> types.CallToolResult:
         query, limit, servers, max_tokens = self._search_arguments(arguments)
@@ -275,9 +293,9 @@ def search_entry(hit: SearchHit) -> dict[str, Any]:
     return entry
 
 
-def build_server(gateway: Gateway) -> Server[Any]:
+def build_server(gateway: Gateway, observers: Sequence[CallObserver] = ()) -> Server[Any]:
     """The MCP server for `gateway`; its descriptions follow the gateway's catalog."""
-    meta = MetaTools(gateway)
+    meta = MetaTools(gateway, observers)
     server = _GatewayServer(
         "toolscout",
         version=__version__,
