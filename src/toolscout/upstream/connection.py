@@ -66,7 +66,7 @@ def summarize(instructions: str | None, info: types.Implementation | None, tool_
     """One line saying what a server is for: its own words if it gave any, else its tool names."""
     for text in (instructions, info.description if info else None):
         if text and text.strip():
-            line = " ".join(text.split())
+            line = " ".join(text.split()).lstrip("#* ")
             sentence = line.split(". ")[0].rstrip(".")
             return sentence if len(sentence) <= 160 else sentence[:157].rstrip() + "..."
     if info and info.title:
