@@ -45,6 +45,7 @@ def test_ablation_rows_are_each_signal_then_lexical_fusion_then_hybrid():
     assert list(rows) == ["bm25_name", "tfidf", "dense", LEXICAL_FUSION, HYBRID]
     assert dict(rows["tfidf"].weights) == {"tfidf": base.weights["tfidf"]}
     assert rows["tfidf"].model is None and rows["dense"].model == base.model
+    assert not rows["tfidf"].exact_name_boost and rows[LEXICAL_FUSION].exact_name_boost
     assert set(rows[LEXICAL_FUSION].weights) == {"bm25_name", "tfidf"}
     assert rows[HYBRID] is base
     assert list(configurations(base, ["bm25_name", "tfidf"])) == ["bm25_name", "tfidf", LEXICAL_FUSION]

@@ -1,5 +1,8 @@
 """Signal ablation: each signal alone, the lexical signals fused, and the full configuration.
 
+Single-signal rows run without the exact-name fast path (it is not a signal); the fused rows keep
+the configuration's own setting.
+
 Which signals take part is read from the engine itself (the signals its answer reports), so a
 signal that is configured but cannot run here (no examples for `intent`, no model) is not listed.
 A signal that retrieves nothing on the data set (e.g. `bm25_expansion` before any tool has
@@ -37,7 +40,8 @@ def configurations(base: SearchSettings, signals: Sequence[str]) -> dict[str, Se
 
 
 def alone(base: SearchSettings, signal: str) -> SearchSettings:
-    settings = base.with_weights({signal: base.weights.get(signal) or 1.0})
+    # Without the exact-name fast path, so the row measures the signal and nothing else.
+    settings = replace(base.with_weights({signal: base.weights.get(signal) or 1.0}), exact_name_boost=False)
     return settings if signal not in LEXICAL_SIGNALS else _without_model(settings)
 
 
