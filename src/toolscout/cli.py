@@ -45,7 +45,7 @@ def configure_logging(verbose: int, quiet: bool) -> None:
     )
     if verbose < 2:
         # The SDK and HTTP stack are chatty at INFO; their detail helps only when debugging.
-        for noisy in ("mcp", "httpx", "httpcore", "uvicorn.access", "sentence_transformers"):
+        for noisy in ("mcp", "httpx", "httpcore", "uvicorn.access", "sentence_transformers", "bm25s"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
