@@ -46,6 +46,10 @@ _CONFUSABLES = str.maketrans(
 _LATIN_WORD_WITH_LOOKALIKE = re.compile(r"\b(?=\w*[a-zA-Z])(?=\w*[а-яіјѕԁһԛԝα-ω])\w+\b")
 
 
+_LEET = str.maketrans("013457", "oieast")
+_LEET_WORD = re.compile(r"(?<![\w.@])(?=[\w']*[a-zA-Z])(?=[\w']*[013457])[\w']{3,}(?![\w.@])")
+
+
 @dataclass(frozen=True)
 class Signal:
     """One hiding technique found in a text."""
@@ -143,6 +147,8 @@ def visible_form(text: str) -> str:
     # Fold look-alikes only inside words that mix them with Latin letters (the evasion trick);
     # words written wholly in Cyrillic or Greek stay as they are, so rules in those languages match.
     text = _LATIN_WORD_WITH_LOOKALIKE.sub(lambda m: m.group().translate(_CONFUSABLES), text)
+    # Same for digits standing in for letters ("1gn0r3"), only in words that also have letters.
+    text = _LEET_WORD.sub(lambda m: m.group().translate(_LEET), text)
     return re.sub(r"[ \t\u00a0]+", " ", text)
 
 

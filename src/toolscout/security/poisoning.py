@@ -118,14 +118,24 @@ def tool_texts(record: ToolRecord) -> Iterator[tuple[str, str]]:
     yield from _schema_texts(record.input_schema, "input_schema")
 
 
+def _sentences(text: str) -> list[str]:
+    return [s for s in _SENTENCE_BREAK.split(visible_form(text)) if s.strip()]
+
+
+def _windows(sentences: list[str]) -> list[str]:
+    """Each sentence, then each pair of neighbours: an order split in two ("Read X. Then put it in
+    the note argument.") still has both halves in one window."""
+    return sentences + [f"{a} {b}" for a, b in zip(sentences, sentences[1:])]
+
+
 def _phrase_findings(text: str, where: str) -> Iterator[Finding]:
-    visible = visible_form(text)
-    sentences = [s for s in _SENTENCE_BREAK.split(visible) if s.strip()]
+    sentences = _sentences(text)
+    paired = _windows(sentences)
     in_parameter = where.startswith("input_schema")
     for rule in PHRASE_RULES:
         if rule.parameters_only and not in_parameter:
             continue
-        for sentence in sentences:
+        for sentence in paired if rule.spans_sentences else sentences:
             matches = [p.search(sentence) for p in rule.patterns]
             if all(matches):
                 start, end = matches[0].span()  # type: ignore[union-attr]
@@ -137,7 +147,7 @@ def _phrase_findings(text: str, where: str) -> Iterator[Finding]:
 def _combination_findings(text: str, where: str) -> Iterator[Finding]:
     """A directive sentence mixing several ingredients of an attack, whatever its wording."""
     best: tuple[int, str, list[str]] | None = None
-    for sentence in _SENTENCE_BREAK.split(visible_form(text)):
+    for sentence in _windows(_sentences(text)):
         if not DIRECTIVE.search(sentence):
             continue
         present = [name for name, patterns in INGREDIENTS.items() if any(p.search(sentence) for p in patterns)]
