@@ -22,6 +22,9 @@ _TAG_RANGE = (0xE0000, 0xE007F)
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e"
 _BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _TAG_RUN = re.compile("[\U000e0000-\U000e007f]+")
+# Variation selectors carry data when strung after one character ("emoji smuggling"); an honest
+# emoji takes at most one.
+_VARIATION_RUN = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{3,}")
 _ZW_RUN = re.compile(f"[{_ZERO_WIDTH}]{{2,}}")
 # A zero-width character between two Latin letters splits a word so that filters miss it;
 # Persian and emoji use ZWNJ/ZWJ between non-Latin characters, which stays unflagged.
@@ -105,6 +108,7 @@ def hidden_signals(text: str) -> list[Signal]:
         span = _first_span(_ZW_IN_LATIN, text)
     add("zero-width", "run of zero-width characters", span)
     add("bidi-control", "bidirectional override characters", _first_span(re.compile(f"[{_BIDI}]"), text))
+    add("variation-selectors", "run of variation selectors carrying hidden data", _first_span(_VARIATION_RUN, text))
     add("ansi-escape", "terminal escape sequence", _first_span(_ANSI, text))
     if not any(s.kind == "ansi-escape" for s in signals):
         add("control-character", "non-printing control character", _first_span(_CONTROL, text))
@@ -142,7 +146,7 @@ def visible_form(text: str) -> str:
     """`text` as phrase rules read it: escapes and invisible characters gone, look-alikes folded."""
     text = _ANSI.sub(" ", text)
     text = "".join(c for c in text if not _is_tag(c))
-    text = re.sub(f"[{_ZERO_WIDTH}{_BIDI}\u200e\u200f\u00ad]", "", text)
+    text = _VARIATION_RUN.sub("", re.sub(f"[{_ZERO_WIDTH}{_BIDI}\u200e\u200f\u00ad]", "", text))
     text = unicodedata.normalize("NFKC", text)
     # Fold look-alikes only inside words that mix them with Latin letters (the evasion trick);
     # words written wholly in Cyrillic or Greek stay as they are, so rules in those languages match.
@@ -157,6 +161,7 @@ def printable_excerpt(text: str, start: int, end: int, context: int = 60) -> str
     lo, hi = max(0, start - context), min(len(text), end + context)
     piece = _TAG_RUN.sub(lambda m: f"[tag characters: {decode_tags(m.group())[:80]!r}]", text[lo:hi])
     piece = _ZW_RUN.sub(lambda m: f"[{len(m.group())} zero-width characters]", piece)
+    piece = _VARIATION_RUN.sub(lambda m: f"[{len(m.group())} variation selectors]", piece)
     shown = []
     for char in piece:
         if char in "\n\t":

@@ -43,6 +43,7 @@ _SIGNAL_WEIGHTS = {
     "hidden-markup": 0.8,
     "base64-text": 0.5,
     "mixed-script": 0.5,
+    "variation-selectors": 1.0,
     "oversized-text": 0.6,
 }
 # Rules are linear but not free: text beyond this (head and tail kept) is not read. No honest tool
@@ -108,7 +109,7 @@ def _schema_texts(node: Any, path: str, depth: int = 0, named: bool = False) -> 
 
 def tool_texts(record: ToolRecord) -> Iterator[tuple[str, str]]:
     """(where, text) for every piece of text of a tool definition that a model reads."""
-    yield "name", record.name
+    yield "name", _CAMEL.sub(" ", record.name).replace("_", " ")
     if record.description:
         yield "description", record.description
     if record.title:

@@ -76,6 +76,10 @@ _CONTEXT = (
     r"|\bthe user'?s (?:first|last|original|previous|recent|every) (?:message|prompt|request|query)s?\b"
     r"|\bfiles (?:they|the user) (?:attached|uploaded|shared)\b|\buser'?s (?:saved|stored|private|personal)\b"
     r"|\bsaved (?:browser )?passwords\b|\blocation history\b|\bhome address\b|\bclipboard\b"
+    r"|\buser'?s (?:[\w-]+ )?(?:api keys?|tokens?|passwords?|credentials?|secrets?)\b"
+    r"|\b(?:any|all|every) (?:configuration|config|credential|secret|key|private) files?\b|\bfiles you have access to\b"
+    r"|\b(?:any|every|all)\b[^\n]{0,30}\byou (?:know|have seen|can find|can access|have access to)\b"
+    r"|\b(?:previous|earlier|last|other) tool (?:outputs?|results?|responses?)\b"
     r"|\b(?:complete|full|entire|whole) prompt\b|\bprompt you received\b|\bsystem (?:text|message|instructions)\b"
     r"|\b(?:summary|transcript) of (?:the|this|our|your) (?:conversation|chat|session)\b"
     r"|\bcontents? of (?:this|our|your) (?:conversation|chat|session)\b"
@@ -89,7 +93,7 @@ _SECRET = (
     r"|verification codes?|one-time (?:codes?|passwords?)|bank login)\b|" + _ENV_SECRET + ")"
 )
 _SMUGGLE = (
-    r"(?:\b(?:pass|put|paste|include|insert|attach|add|append|place|fill|embed|provide|supply|encode"
+    r"(?:\b(?:pass|put|paste|include|insert|attach|add|append|place|fill|embed|provide|supply|encode|share"
     r"|copy|write|written|store|record|echo|repeat)\w*\b[^\n]{0,160}?\b(?:parameter|argument|field|param|sidenote|arg"
     r"|list)s?\b"
     r"|\b(?:pass|put|paste|include|attach|provide|fill)\w* (?:it|them|its|their|both|every|all|the full"
@@ -114,7 +118,11 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"\b(?:ignore|disregard|forget|override|bypass|skip)\b[^\n]{0,40}?\b(?:previous|prior|above"
           r"|earlier|preceding|all|any|other|system|developer|original|existing|safety|outdated)\b"
           r"[^\n]{0,30}?\b(?:instructions?|guidelines?|rules|directives?|prompts?|guidance"
-          r"|policies|constraints|told you)\b"),
+          r"|policies|constraints|told you)\b"
+          r"|\b(?:set aside|put aside|forget|drop|discard)\b[^\n]{0,20}\b(?:everything|anything|all) (?:you were"
+          r"|you've been|you have been) told\b|\b(?:disable|turn off|ignore|bypass) (?:their|your|its|the|any)"
+          r" (?:content|safety|security) (?:policy|policies|filters?|guidelines)\b"
+          r"|\b(?:system prompt|instructions|guidelines) (?:is|are) (?:outdated|obsolete|no longer valid|void)\b"),
     _rule("ignore-instructions", 1.0, "tells the model to ignore its instructions (non-English)",
           r"\bignor(?:ez|e|a|iere|ar)\b[^\n]{0,40}\b(?:instructions|instrucciones|anweisungen"
           r"|istruzioni|instruções|instrucoes)|(?:про)?игнорируй\w*[^\n]{0,30}инструкци|忽略(?:之前|以上|所有|先前)"
@@ -122,7 +130,8 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
     _rule("persona-switch", 0.8, "tries to switch the model into another role or mode",
           r"\byou are now\b|\bfrom (?:now|this point) on\b[^\n]{0,40}\b(?:you|assistant|model)\b"
           r"|\b(?:assistant|ai|model|bot|gpt) (?:with|without) (?:no )?(?:restrictions|limits|rules|filters)\b"
-          r"|\blet'?s play a game\b"),
+          r"|\blet'?s play a game\b|\byou'?re (?:now )?(?:speaking|talking) (?:to|with) (?:an? )?(?:verified |trusted )?"
+          r"(?:admin|administrator|developer|root|owner)\b"),
     _rule("impersonation", 0.6, "claims to speak for the model's vendor or the system",
           r"\b(?:message|notice|update|instructions?) from (?:anthropic|openai|google|microsoft|the (?:system"
           r"|developers?|administrator|platform))\b|\bofficially (?:verified|approved|endorsed)\b"),
@@ -131,12 +140,14 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"|\beven if the user\b|\binstead of (?:the one|what|whatever) the user\b"
           r"|\bstop following the user|\bonly (?:follow|obey) (?:the )?instructions\b"
           r"|\bcomply with (?:every|any|all) (?:request|instruction|command)s?\b|\b(?:who )?never refuses\b"
+          r"|\bgrant (?:any|every|all) requests?\b"
           r"|\byour (?:real|actual|true|new) (?:task|goal|job|purpose|instructions?)\b"
           r"|\btrust (?:its|this tool's|the tool's|these) outputs? over\b|\bover the user'?s (?:own )?(?:messages"
           r"|instructions|requests)\b"
           r"|\b(?:previous|prior|earlier|above) (?:rules|instructions) (?:were|are) (?:a test|fake|void|outdated|cancel)"),
     _rule("treat-as-command", 0.8, "turns data into commands for the model",
-          r"\btreat\b[^\n]{0,80}\bas (?:a )?(?:command|instruction)s?\b|\bwhatever (?:it|they|the (?:response"
+          r"\btreat\b[^\n]{0,80}\bas (?:a )?(?:command|instruction)s?\b"
+          r"|\b(?:do|follow|obey|execute) (?:whatever|anything|everything)\b[^\n]{0,60}\bsays\b|\bwhatever (?:it|they|the (?:response"
           r"|result|output)) says\b|\bcomply with instructions (?:embedded|contained|found) in\b"),
     _rule("remote-instructions", 0.8, "tells the model to follow instructions fetched or decoded",
           r"\bfollow (?:the |any |all )?(?:instructions|directions|steps)\b[^\n]{0,40}"
@@ -150,8 +161,10 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"|\[/?(?:INST|SYS|SYSTEM)\]|<<\s*/?SYS\s*>>|<\|(?:im_start|im_end|system|endoftext)\|>"),
     _rule("address-model", 0.5, "text addressed to the AI model",
           r"\b(?:note|reminder|tip)s? (?:to|for) (?:the |any |whichever |every |all )?(?:ai|llm"
-          r"|assistant|model|agent)s?\b|(?:^|[\s(>\]])(?:assistant|ai agents?|ai models?|llms?)\s*:|(?:^|[>\]])\s*model\s*:"
+          r"|assistant|model|agent)s?\b|(?:^|[\s(>\]])(?:assistant|ai agents?|ai models?|llms?)\s*:|(?:^|[>\](])\s*model\s*:"
           r"|\b(?:assistant|agent|model|ai|llm) (?:instructions?|directives?|notes?|rules?)\s*:"
+          r"|\b(?:if you are|if you're|si eres|si vous êtes|wenn du) (?:an? |un |una |ein )?(?:ai|ia|ki|llm"
+          r"|language model|assistant|asistente|assistent)\b"
           r"|\b(?:dear|hey|hi|attention) (?:ai|assistant|model|ai model|llm|agent)\b"),
     _rule("address-model", 0.5, "text addressed to the AI model", r"(?:^|[\s(>\]])SYSTEM\s*:", flags=0),
     _rule("address-model", 0.5, "text addressed to the AI model by name",
@@ -206,7 +219,7 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
     _rule("always-send", 0.7, "sends everything to a fixed address",
           r"\b(?:always|every|each|all|also|as well|must|make sure)\b", _SEND, _DEST),
     _rule("markdown-image-exfil", 1.0, "image link that carries data out in its URL",
-          r"!\[[^\]]*\]\(\s*https?://[^)\s]*(?:\{|\$|%s|<)"),
+          r"!\[[^\]]*\]\(\s*https?://[^)\s]*(?:\{|\$|%s|<)|<img[^>]+src=[\"']?https?://[^\"'\s>]*(?:\{|\$|%s|<)"),
     # Changing how other tools behave (shadowing).
     _rule("cross-tool-trigger", 0.5, "conditions on another tool being used",
           r"\bwhen(?:ever)?\b[^\n]{0,50}\b(?:tool|function)\b[^\n]{0,40}\b(?:called|invoked|used|run"
@@ -225,7 +238,18 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"|\bset the (?:recipient|destination)\b[^\n]{0,30}\bto\b|\bproxy number\b"
           r"|\bresults of [`'\w]+ must be ignored\b|\b(?:bcc|cc)\b[^\n]{0,60}\bon every\b"),
     _rule("cross-server-order", 0.6, "gives orders about another server's tools",
-          r"\b(?:tools?|calls?) (?:of|from|on|to) the [\w-]+ server\b|\bevery call to (?:them|its tools)\b"),
+          r"\b(?:tools?|calls?) (?:of|from|on|to) the [\w-]+ server\b|\bevery call to (?:them|its tools)\b"
+          r"|\bwhen\b[^\n]{0,40}\b(?:with|via|through|using) the [\w-]+ server\b"),
+    _rule("skim", 0.5, "adds payments to a third party", r"\b(?:fee|commission|cut|payment)s? (?:paid|sent|going) to\b"),
+    _rule("steer-to-url", 1.0, "pushes a fixed site on the user as official",
+          r"\b(?:recommend|promote|suggest|link to|point (?:the user|users) to)\b[^\n]{0,30}https?://[^\n]{0,60}"
+          r"\b(?:official|only|trusted|safe)\b"),
+    _rule("inject-into-outputs", 0.6, "adds content to everything the model produces",
+          r"\b(?:add|append|insert|prepend|include)\b[^\n]{0,80}\b(?:to|at the end of|in) (?:any|every|each|all)"
+          r" (?:script|file|command|commit|page|email|message|response|answer)s?\b"),
+    _rule("reuse-privilege", 0.6, "reuses credentials obtained elsewhere",
+          r"\b(?:use|reuse)\b[^\n]{0,12}\b(?:token|credentials?|password|session|cookie)\b[^\n]{0,40}\bfrom (?:the )?"
+          r"(?:previous|earlier|other|another|last)\b"),
     _rule("preference-hijack", 0.8, "demands to be used instead of other tools",
           r"\balways (?:use|call|prefer|choose) this tool\b|\binstead of any other\b|\brather than any other\b"
           r"|\b(?:do not|don't|never) (?:use|call) (?:any )?other\b[^\n]{0,30}\b(?:tools?|search|servers?)\b"
@@ -255,7 +279,7 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
     _rule("skip-confirmation", 0.6, "tells the model not to ask for confirmation or skip safety checks",
           r"\bnever ask (?:for )?(?:confirmation|permission)\b"
           r"|\bwithout (?:asking|requesting) (?:for )?(?:confirmation|permission)\b"
-          r"|\bwithout (?:confirming|checking|consulting)(?: with)? the user\b"
+          r"|\bwithout (?:confirming|checking|consulting)(?: with)? the user\b|\bwithout (?:asking|checking)\s*[.,;]"
           r"|\b(?:skip|bypass|disable|turn off) (?:any |all |the )?(?:safety|security|confirmation)\b"
           r"|\b(?:do not|don't|never) ask the user (?:about|whether|if|before)\b"
           r"|\b(?:delete|remove|drop|omit) the [`'\"]?confirm\w*[`'\"]?|\bohne (?:Rückfrage|Nachfrage)\b"
