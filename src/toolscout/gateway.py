@@ -32,6 +32,7 @@ from toolscout.upstream import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_START_TIMEOUT,
     Catalog,
+    Limits,
     UpstreamPool,
     UpstreamStatus,
 )
@@ -83,6 +84,7 @@ class Gateway:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         max_restarts: int = DEFAULT_MAX_RESTARTS,
         screens: Sequence[ToolScreen] = (),
+        limits: Limits = Limits(),
     ) -> None:
         self.engine = engine
         self._screens = tuple(screens)
@@ -91,6 +93,7 @@ class Gateway:
             start_timeout=start_timeout,
             call_timeout=call_timeout,
             max_restarts=max_restarts,
+            limits=limits,
             on_change=self._on_pool_change,
         )
         self.catalog = Catalog()

@@ -27,7 +27,7 @@ from toolscout.packing import pack
 from toolscout.search import SearchHit
 from toolscout.upstream import Catalog, State
 from toolscout.upstream.connection import ProgressFn
-from toolscout.validation import parse_arguments, unknown_tool, validate_arguments
+from toolscout.validation import check_argument_size, parse_arguments, unknown_tool, validate_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +35,9 @@ SEARCH_TOOL = "search_tools"
 EXECUTE_TOOL = "execute_tool"
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 50
+# A search query describes a task in a sentence or two; thousands of characters are a mistake
+# (a document pasted in) and would only slow every retrieval signal down.
+MAX_QUERY_CHARS = 2000
 # Clients we announce catalog changes to; old HTTP sessions fall off the end.
 _MAX_TRACKED_SESSIONS = 256
 # Beyond this many servers, listing their names in the schema costs more tokens than it helps.
@@ -201,6 +204,11 @@ class MetaTools:
             raise ToolCallError(
                 "'query' must be a non-empty string describing the task, e.g. 'convert a time between time zones'."
             )
+        if len(query) > MAX_QUERY_CHARS:
+            raise ToolCallError(
+                f"'query' is {len(query):,} characters; describe the task in at most {MAX_QUERY_CHARS:,}, "
+                "e.g. 'convert a time between time zones'."
+            )
         limit = arguments.get("limit", DEFAULT_LIMIT)
         if limit is None:
             limit = DEFAULT_LIMIT
@@ -246,6 +254,7 @@ class MetaTools:
         if raw is None and extra:
             # A common slip: the tool's arguments passed beside `name` instead of inside `arguments`.
             raw = extra
+        check_argument_size(raw, self.gateway.pool.limits.max_argument_bytes)
         tool_arguments = parse_arguments(raw)
         validate_arguments(tool, tool_arguments)
         return await self.gateway.call(tool, tool_arguments, progress)

@@ -27,6 +27,26 @@ _MAX_ERRORS = 3
 _MAX_FRAGMENT = 600
 
 
+def check_argument_size(value: Any, max_bytes: int) -> None:
+    """Refuse arguments whose JSON is over `max_bytes`, or nested too deeply to serialize at all."""
+    if isinstance(value, str):
+        size = len(value) if value.isascii() else len(value.encode("utf-8", errors="surrogatepass"))
+    else:
+        try:
+            size = len(json.dumps(value, ensure_ascii=False, default=str).encode("utf-8", errors="surrogatepass"))
+        except RecursionError:
+            raise InvalidArgumentsError(
+                "'arguments' are nested too deeply to be sent; flatten them to what the tool's schema asks for"
+            ) from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentsError(f"'arguments' cannot be written as JSON ({exc})") from None
+    if size > max_bytes:
+        raise InvalidArgumentsError(
+            f"'arguments' are {size:,} bytes as JSON, over the limit of {max_bytes:,} bytes "
+            "(max_argument_bytes); send less data per call, e.g. a file path or a smaller range instead of the content"
+        )
+
+
 def parse_arguments(value: Any) -> dict[str, Any]:
     """The arguments as a JSON object; a JSON string holding an object is accepted too."""
     if value is None:

@@ -8,6 +8,7 @@ from toolscout.upstream.connection import (
     Upstream,
     UpstreamStatus,
 )
+from toolscout.upstream.limits import Limits
 from toolscout.upstream.pool import Catalog, UpstreamPool
 from toolscout.upstream.records import build_catalog, tool_record
 
@@ -15,6 +16,7 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_START_TIMEOUT",
     "Catalog",
+    "Limits",
     "ProgressFn",
     "State",
     "Upstream",

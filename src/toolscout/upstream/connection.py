@@ -8,27 +8,29 @@ failure, so a supervisor can simply call it again to restart (see `pool.py`).
 
 from __future__ import annotations
 
-import enum
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, MCPError
 from mcp.client.sse import sse_client
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import ValidationError
 
 from toolscout import __version__
 from toolscout.config import ServerSpec, redact, resolve_command, upstream_environment
-from toolscout.errors import ToolscoutError, UpstreamError
+from toolscout.errors import UpstreamError
+from toolscout.upstream.limits import Limits, bound_result
+from toolscout.upstream.status import State, UpstreamStatus, describe_failure, summarize
 from toolscout.upstream.stderr import StderrTail
+from toolscout.upstream.stdio import stdio_transport
 from toolscout.upstream.streams import EndWatchingStream
+
+__all__ = ["DEFAULT_CALL_TIMEOUT", "DEFAULT_START_TIMEOUT", "ProgressFn", "State", "Upstream", "UpstreamStatus"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,53 +46,6 @@ MAX_TOOL_PAGES = 500
 _STDERR_GRACE = 2.0
 
 
-class State(enum.StrEnum):
-    STARTING = "starting"
-    UP = "up"
-    DOWN = "down"
-
-
-@dataclass(frozen=True)
-class UpstreamStatus:
-    """What `toolscout tools` and the server's instructions say about one upstream."""
-
-    name: str
-    transport: str
-    state: State
-    reason: str | None
-    tool_count: int
-    summary: str
-
-
-def summarize(instructions: str | None, info: types.Implementation | None, tool_names: list[str]) -> str:
-    """One line saying what a server is for: its own words if it gave any, else its tool names."""
-    for text in (instructions, info.description if info else None):
-        if text and text.strip():
-            line = " ".join(text.split()).lstrip("#* ")
-            sentence = line.split(". ")[0].rstrip(".")
-            return sentence if len(sentence) <= 160 else sentence[:157].rstrip() + "..."
-    if info and info.title:
-        return info.title
-    shown = ", ".join(tool_names[:6])
-    return f"tools such as {shown}" if len(tool_names) > 6 else f"tools: {shown}" if shown else "no tools"
-
-
-def _describe(exc: BaseException) -> str:
-    """A short human reason for a failure, unwrapping task-group exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    if isinstance(exc, ToolscoutError):
-        return str(exc)
-    if isinstance(exc, TimeoutError):
-        return "timed out"
-    if isinstance(exc, MCPError):
-        return exc.message if exc.code != types.CONNECTION_CLOSED else "the connection closed"
-    if isinstance(exc, FileNotFoundError):
-        return f"command not found: {exc.filename or exc}"
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 class Upstream:
     """One upstream server; the pool owns one per registry entry."""
 
@@ -100,11 +55,17 @@ class Upstream:
         *,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        limits: Limits = Limits(),
         on_change: Callable[[], None] = lambda: None,
     ) -> None:
         self.spec = spec
         self.start_timeout = start_timeout
         self.call_timeout = spec.timeout or call_timeout
+        self.limits = limits
+        # Calls beyond the cap wait here, in order; the wait counts toward each call's timeout.
+        self._slots = anyio.Semaphore(limits.max_concurrent_calls)
+        # Why the transport ended the current session, when it knows better than "closed".
+        self._fault: str | None = None
         self._on_change = on_change
         self.state = State.STARTING
         self.reason: str | None = None
@@ -148,7 +109,7 @@ class Upstream:
         if self.spec.error:
             self._mark_down(self.spec.error)
             return False
-        self.state, self.reason, self._was_up = State.STARTING, None, False
+        self.state, self.reason, self._was_up, self._fault = State.STARTING, None, False, None
         tail = StderrTail(self.name, redact=self._redact) if self.spec.transport == "stdio" else None
         async with anyio.create_task_group() as tg:
             if tail is not None:
@@ -156,7 +117,7 @@ class Upstream:
             try:
                 reason = await self._connect_and_serve(tail)
             except Exception as exc:  # noqa: BLE001 - any failure of one upstream is contained here
-                reason = _describe(exc) if self._was_up else f"failed to start: {_describe(exc)}"
+                reason = describe_failure(exc) if self._was_up else f"failed to start: {describe_failure(exc)}"
             if tail is not None:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_STDERR_GRACE):
                     await tail.closed.wait()
@@ -199,9 +160,9 @@ class Upstream:
             tg.cancel_scope.cancel()
         if self._stop.is_set():
             return None
-        if not connected.is_set():
+        if not connected.is_set() and not self._fault:
             return f"did not start within {self.start_timeout:g} s"
-        return "the upstream closed the connection (it exited or crashed)"
+        return self._fault or "the upstream closed the connection (it exited or crashed)"
 
     async def _start_watchdog(self, session_scope: anyio.CancelScope, connected: anyio.Event) -> None:
         with anyio.move_on_after(self.start_timeout):
@@ -229,14 +190,17 @@ class Upstream:
         async with AsyncExitStack() as stack:
             if spec.transport == "stdio":
                 assert tail is not None
-                params = StdioServerParameters(
-                    command=resolve_command(spec),
-                    args=list(spec.args),
+                transport = stdio_transport(
+                    resolve_command(spec),
+                    spec.args,
                     env=upstream_environment(spec),
                     cwd=spec.cwd,
+                    stderr=tail.writer(),
+                    max_line_bytes=self.limits.max_line_bytes,
+                    on_fault=self._on_fault,
                 )
                 try:
-                    read, write = await stack.enter_async_context(stdio_client(params, errlog=tail.writer()))
+                    read, write = await stack.enter_async_context(transport)
                 finally:
                     # The child holds its own copy now (or was never spawned); ours would hide EOF.
                     tail.release_writer()
@@ -250,6 +214,10 @@ class Upstream:
                     sse_client(spec.url or "", headers=dict(spec.headers))
                 )
             yield EndWatchingStream(read, ended), write
+
+    def _on_fault(self, reason: str) -> None:
+        if self._fault is None:
+            self._fault = reason
 
     async def _list_tools(self, client: Client) -> tuple[types.Tool, ...]:
         tools: list[types.Tool] = []
@@ -282,8 +250,10 @@ class Upstream:
                 with anyio.fail_after(self.call_timeout):
                     tools = await self._list_tools(client)
             except Exception as exc:  # noqa: BLE001 - keep serving the previous list
-                logger.warning("upstream '%s': re-listing tools failed: %s", self.name, _describe(exc))
+                logger.warning("upstream '%s': re-listing tools failed: %s", self.name, describe_failure(exc))
                 continue
+            if tools == self.tools:
+                continue  # a storm of list_changed with nothing changed costs no re-index
             self.tools = tools
             logger.info("upstream '%s' changed its tools: now %d", self.name, len(tools))
             self._on_change()
@@ -295,11 +265,12 @@ class Upstream:
 
         The timeout runs from the last sign of life: each progress notification of the upstream
         (forwarded to `progress`) restarts it, so long jobs that report progress are not cut off.
+        Waiting for a free slot (`max_concurrent_calls`) counts toward it.
         """
-        client = self._client
-        if client is None or self.state is not State.UP:
+        if self._client is None or self.state is not State.UP:
             raise UpstreamError(self.name, f"is not available ({self.reason or 'not connected right now'})")
         timeout = self.call_timeout
+        sent = False
         with anyio.CancelScope(deadline=anyio.current_time() + timeout) as deadline:
 
             async def on_progress(value: float, total: float | None, message: str | None) -> None:
@@ -307,21 +278,47 @@ class Upstream:
                 if progress is not None:
                     await progress(value, total, message)
 
-            try:
-                # Cancelling the call (our deadline, or the agent's cancellation) makes the SDK send
-                # the upstream notifications/cancelled.
-                return await client.call_tool(tool, dict(arguments), progress_callback=on_progress)
-            except MCPError as exc:
-                if exc.code == types.CONNECTION_CLOSED:
+            async with self._slots:
+                client = self._client
+                if client is None:
+                    raise UpstreamError(self.name, f"went down before '{tool}' could be sent ({self.reason})")
+                sent = True
+                try:
+                    # Cancelling the call (our deadline, or the agent's cancellation) makes the SDK
+                    # send the upstream notifications/cancelled.
+                    result = await client.call_tool(tool, dict(arguments), progress_callback=on_progress)
+                except MCPError as exc:
+                    raise self._call_error(tool, exc) from exc
+                except (RuntimeError, ValidationError) as exc:
                     raise UpstreamError(
-                        self.name, f"closed the connection during '{tool}' (it may have crashed)"
+                        self.name, f"returned an invalid result for '{tool}': {self._redact(str(exc))}"
                     ) from exc
-                raise UpstreamError(self.name, f"rejected '{tool}': {self._redact(exc.message)}") from exc
-            except (RuntimeError, ValidationError) as exc:
-                raise UpstreamError(
-                    self.name, f"returned an invalid result for '{tool}': {self._redact(str(exc))}"
-                ) from exc
+            return self._bounded(tool, result)
+        if not sent:
+            cap = self.limits.max_concurrent_calls
+            raise UpstreamError(
+                self.name,
+                f"'{tool}' waited {timeout:g} s for one of the {cap} call slots of this upstream "
+                "(max_concurrent_calls); the calls ahead of it are still running",
+            )
         raise UpstreamError(self.name, f"did not answer '{tool}' within {timeout:g} s")
+
+    def _call_error(self, tool: str, exc: MCPError) -> UpstreamError:
+        if exc.code == types.CONNECTION_CLOSED:
+            why = self._fault or "it may have crashed"
+            return UpstreamError(self.name, f"closed the connection during '{tool}' ({self._redact(why)})")
+        return UpstreamError(self.name, f"rejected '{tool}': {self._redact(exc.message)}")
+
+    def _bounded(self, tool: str, result: types.CallToolResult) -> types.CallToolResult:
+        """Cut an oversized result to the limit; hide registry secrets an upstream echoes in an error."""
+        result = bound_result(result, self.limits.max_result_bytes, server=self.name, tool=tool)
+        if result.is_error and self.spec.secrets:
+            content = [
+                types.TextContent(text=self._redact(block.text)) if isinstance(block, types.TextContent) else block
+                for block in result.content
+            ]
+            result = result.model_copy(update={"content": content})
+        return result
 
     def _mark_down(self, reason: str | None) -> None:
         was_up = self.state is State.UP

@@ -33,6 +33,7 @@ from toolscout.upstream.connection import (
     Upstream,
     UpstreamStatus,
 )
+from toolscout.upstream.limits import Limits
 from toolscout.upstream.records import build_catalog
 
 logger = logging.getLogger(__name__)
@@ -76,11 +77,15 @@ class UpstreamPool:
         start_timeout: float = DEFAULT_START_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         max_restarts: int = DEFAULT_MAX_RESTARTS,
+        limits: Limits = Limits(),
         on_change: Callable[[], None] = lambda: None,
     ) -> None:
         self.max_restarts = max_restarts
+        self.limits = limits
         self.upstreams: dict[str, Upstream] = {
-            spec.name: Upstream(spec, start_timeout=start_timeout, call_timeout=call_timeout, on_change=on_change)
+            spec.name: Upstream(
+                spec, start_timeout=start_timeout, call_timeout=call_timeout, limits=limits, on_change=on_change
+            )
             for spec in specs
         }
         self._stopping = False

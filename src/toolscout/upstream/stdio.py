@@ -1,0 +1,246 @@
+"""The stdio transport to an upstream: its process tree in a group of its own, its stdout bounded.
+
+Why not the SDK's `stdio_client`: it buffers a line of stdout without limit (one endless line
+from a broken server fills the gateway's memory), and it learns that the server died only from
+end-of-file on stdout, which never comes while a grandchild (uvx -> python, npx -> node) still
+holds the pipe. Here:
+
+- the upstream starts in a new session, so its whole tree is one process group, and leaving the
+  transport always kills that group (SIGTERM, then SIGKILL), even after the leader has exited;
+- stdout is read line by line with a cap (`max_line_bytes`); a longer line, or a long run of lines
+  that are not JSON-RPC, ends the session with a reason (`on_fault`) instead of growing memory;
+- the leader's exit ends the session at once and kills the rest of its group.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from typing import Any, TextIO
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.shared.message import SessionMessage
+
+from toolscout.upstream.limits import DEFAULT_MAX_LINE_BYTES, human_size
+
+logger = logging.getLogger(__name__)
+
+# Consecutive stdout lines that are not JSON-RPC before the upstream is judged broken. A few are
+# common (a banner printed at start-up); thousands in a row are a flood.
+MAX_JUNK_LINES = 1000
+_READ_SIZE = 65536
+# After stdin closes, how long a well-behaved server gets to exit on its own.
+_EXIT_GRACE = 2.0
+# After SIGTERM to the group, how long before SIGKILL.
+_TERM_GRACE = 2.0
+_WRITER_FLUSH = 0.5
+# After the leader exits, how long its output may take to end before the session is ended anyway.
+_LAST_WORDS = 0.5
+# Polling interval for the leader's exit where no pidfd is available (not Linux).
+_EXIT_POLL = 0.05
+
+
+class StdoutFault(Exception):
+    """The upstream broke the stdio framing: a line too long, or a flood of lines that are not JSON."""
+
+
+class LineReader:
+    """Splits a byte stream into lines, refusing to buffer a line longer than `max_bytes`."""
+
+    def __init__(self, stream: anyio.abc.ByteReceiveStream, max_bytes: int) -> None:
+        self._stream = stream
+        self._max = max_bytes
+        self._buffer = bytearray()
+        self._scanned = 0
+
+    async def next_line(self) -> bytes | None:
+        """The next line without its newline; None at end of stream."""
+        while True:
+            end = self._buffer.find(b"\n", self._scanned)
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                self._scanned = 0
+                return line
+            if len(self._buffer) > self._max:
+                raise StdoutFault(f"wrote a line over {human_size(self._max)} on stdout (max_line_bytes)")
+            self._scanned = len(self._buffer)
+            try:
+                self._buffer += await self._stream.receive(_READ_SIZE)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                if self._buffer:
+                    line, self._buffer = bytes(self._buffer), bytearray()
+                    return line
+                return None
+
+
+def _parse(line: bytes) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        # Returned, not raised: the session hands it to the message handler, which logs it.
+        return exc
+
+
+@asynccontextmanager
+async def stdio_transport(
+    command: str,
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: str | None,
+    stderr: TextIO,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    on_fault: Callable[[str], None] = lambda reason: None,
+) -> AsyncIterator[tuple[Any, Any]]:
+    """Start the upstream and yield (read, write) streams for an MCP client session."""
+    process = await anyio.open_process(
+        [command, *args], env=dict(env), cwd=cwd, stderr=stderr, start_new_session=sys.platform != "win32"
+    )
+    # Nothing may await between the spawn and the try below, or a cancellation would leak the child.
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    writer_done, reader_done = anyio.Event(), anyio.Event()
+
+    def end_session(reason: str | None) -> None:
+        if reason:
+            on_fault(reason)
+        read_writer.close()
+
+    async def read_stdout() -> None:
+        assert process.stdout is not None
+        reader, junk = LineReader(process.stdout, max_line_bytes), 0
+        try:
+            while (line := await reader.next_line()) is not None:
+                if not line.strip():
+                    continue
+                item = _parse(line)
+                junk = junk + 1 if isinstance(item, Exception) else 0
+                if junk >= MAX_JUNK_LINES:
+                    raise StdoutFault(f"wrote {MAX_JUNK_LINES} lines in a row that are not JSON-RPC on stdout")
+                await read_writer.send(item)
+            end_session(None)
+        except StdoutFault as exc:
+            end_session(str(exc))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        finally:
+            reader_done.set()
+
+    async def write_stdin() -> None:
+        assert process.stdin is not None
+        try:
+            async with write_reader:
+                async for message in write_reader:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await process.stdin.send(data.encode("utf-8"))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            # The upstream stopped reading: end the session rather than leave requests hanging.
+            end_session(None)
+        finally:
+            writer_done.set()
+
+    async def watch_exit() -> None:
+        await _wait_exit(process)
+        # The leader is gone. Its last words are read if stdout ends soon; a grandchild may hold
+        # stdout open for ever, though, so the session ends here regardless.
+        with anyio.move_on_after(_LAST_WORDS):
+            await reader_done.wait()
+        code = process.returncode
+        end_session("the upstream process exited" + (f" with code {code}" if code is not None else ""))
+        await _kill_group(process)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_stdout)
+            tg.start_soon(write_stdin)
+            tg.start_soon(watch_exit)
+            try:
+                yield read_stream, write_stream
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _shutdown(process, write_stream, writer_done)
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            # Backstop for a cancellation that came before the task group took over.
+            await _kill_group(process)
+            for stream in (read_stream, read_writer, write_stream, write_reader):
+                await stream.aclose()
+            _close_transport(process)
+
+
+async def _shutdown(process: anyio.abc.Process, write_stream: Any, writer_done: anyio.Event) -> None:
+    """The MCP shutdown order: stop sending, close stdin, wait a little, then end the whole tree."""
+    write_stream.close()
+    with anyio.move_on_after(_WRITER_FLUSH):
+        await writer_done.wait()
+    if process.stdin is not None:
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.aclose()
+    with anyio.move_on_after(_EXIT_GRACE):
+        await _wait_exit(process)
+    # Always, even when the leader exited on its own: its children may not have.
+    await _kill_group(process)
+    if process.stdout is not None:
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdout.aclose()
+
+
+async def _wait_exit(process: anyio.abc.Process) -> None:
+    """Return once the leader has exited (not `process.wait()`, which also waits for pipe EOF)."""
+    pidfd = -1
+    if hasattr(os, "pidfd_open"):
+        with suppress(OSError):
+            pidfd = os.pidfd_open(process.pid)
+    if pidfd < 0:
+        while process.returncode is None:
+            await anyio.sleep(_EXIT_POLL)
+        return
+    try:
+        await anyio.wait_readable(pidfd)
+    finally:
+        os.close(pidfd)
+
+
+async def _kill_group(process: anyio.abc.Process) -> None:
+    """SIGTERM every process of the upstream's group, SIGKILL what is left after a grace period."""
+    if sys.platform == "win32":
+        with suppress(ProcessLookupError, OSError):
+            process.kill()
+        return
+    pgid = process.pid  # the leader's pid is its group's id (new session); valid after it exits
+    if not _signal_group(pgid, signal.SIGTERM):
+        return
+    with anyio.move_on_after(_TERM_GRACE):
+        while _signal_group(pgid, 0):
+            _ = process.returncode  # lets the event loop reap a zombie leader
+            await anyio.sleep(0.01)
+        return
+    _signal_group(pgid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send `sig` to the group; False once no process of the group is left."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # zombies or members we may not signal: the group still exists
+    return True
+
+
+def _close_transport(process: anyio.abc.Process) -> None:
+    # The asyncio subprocess transport otherwise warns at garbage collection.
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    close = getattr(transport, "close", None)
+    if callable(close):
+        with suppress(PermissionError):
+            close()

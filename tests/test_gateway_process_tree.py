@@ -1,0 +1,73 @@
+"""No upstream process outlives the gateway, grandchildren included; a dead leader ends its session.
+
+The upstream here starts a helper process that inherits its stdout, as `uvx` -> python and
+`npx` -> node do: the pipe stays open after the server itself is gone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import psutil
+import pytest
+from conftest import fast_search_settings, python_server, write_registry
+from mcp import Client
+
+from toolscout.config import load_registries
+from toolscout.gateway import Gateway
+from toolscout.search import ToolSearch
+from toolscout.server import build_server
+
+pytestmark = pytest.mark.anyio
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _helpers(pidfile: Path) -> list[int]:
+    return [int(line) for line in pidfile.read_text().split()] if pidfile.exists() else []
+
+
+async def _wait_gone(pids: list[int]) -> list[int]:
+    """The pids still alive once they all died or 10 s passed (kills are asynchronous)."""
+    with anyio.move_on_after(10):
+        while any(_alive(pid) for pid in pids):
+            await anyio.sleep(0.05)
+    return [pid for pid in pids if _alive(pid)]
+
+
+async def test_stopping_the_gateway_leaves_no_process_of_an_upstream_behind_grandchildren_included(tmp_path: Path) -> None:
+    pidfile = tmp_path / "helpers.txt"
+    registry = write_registry(tmp_path / "servers.json", {"spawning": python_server("spawning_server.py", str(pidfile))})
+    with anyio.fail_after(40):
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), max_restarts=0) as gateway:
+            await gateway.ready(20)
+            helpers = _helpers(pidfile)
+            assert helpers and all(_alive(pid) for pid in helpers)
+            leader = psutil.Process(helpers[0]).ppid()
+        assert await _wait_gone([*helpers, leader]) == []
+
+
+async def test_a_call_fails_naming_the_upstream_when_it_dies_while_its_child_holds_the_pipe(tmp_path: Path) -> None:
+    pidfile = tmp_path / "helpers.txt"
+    registry = write_registry(
+        tmp_path / "servers.json", {"spawning": python_server("spawning_server.py", str(pidfile), timeout=300)}
+    )
+    with anyio.fail_after(60):
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), max_restarts=0) as gateway:
+            await gateway.ready(20)
+            first_helper = _helpers(pidfile)[0]
+            async with Client(build_server(gateway), mode="legacy") as client:
+                # The call timeout is 300 s: only noticing the leader's exit can end this call in time.
+                with anyio.fail_after(15):
+                    crashed = await client.call_tool("execute_tool", {"name": "spawning__crash", "arguments": {}})
+            # The dead leader's helper is killed with it, not left running until shutdown.
+            assert await _wait_gone([first_helper]) == []
+    assert crashed.is_error
+    assert "upstream 'spawning'" in crashed.content[0].text and "'crash'" in crashed.content[0].text
+    assert "exited with code 3" in crashed.content[0].text
