@@ -98,7 +98,7 @@ def hidden_signals(text: str) -> list[Signal]:
         if span is not None:
             signals.append(Signal(kind, reason, span[0], span[1]))
 
-    tag_positions = [i for i, c in enumerate(text) if _is_tag(c)]
+    tag_positions = [i for i, c in enumerate(text) if _is_tag(c)] if _TAG_RUN.search(text) else []
     if tag_positions:
         add("tag-characters", f"{len(tag_positions)} invisible Unicode tag characters",
             (tag_positions[0], tag_positions[-1] + 1))
@@ -145,7 +145,7 @@ def revealed_texts(text: str) -> list[tuple[str, str]]:
 def visible_form(text: str) -> str:
     """`text` as phrase rules read it: escapes and invisible characters gone, look-alikes folded."""
     text = _ANSI.sub(" ", text)
-    text = "".join(c for c in text if not _is_tag(c))
+    text = _TAG_RUN.sub("", text)
     text = _VARIATION_RUN.sub("", re.sub(f"[{_ZERO_WIDTH}{_BIDI}\u200e\u200f\u00ad]", "", text))
     text = unicodedata.normalize("NFKC", text)
     # Fold look-alikes only inside words that mix them with Latin letters (the evasion trick);

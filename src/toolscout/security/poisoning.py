@@ -59,6 +59,8 @@ _STRUCTURAL_KEYS = frozenset(
      "contentMediaType", "additionalProperties"}
 )
 _MAX_DEPTH = 32
+_CACHE: dict[tuple[str, str | None], Assessment] = {}
+_CACHE_SIZE = 50_000
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?;])\s+|\n")
 
@@ -132,15 +134,25 @@ def _windows(sentences: list[str]) -> list[str]:
 def _phrase_findings(text: str, where: str) -> Iterator[Finding]:
     sentences = _sentences(text)
     paired = _windows(sentences)
+    lines = "\n".join(sentences)
     in_parameter = where.startswith("input_schema")
     for rule in PHRASE_RULES:
         if rule.parameters_only and not in_parameter:
             continue
+        if len(rule.patterns) == 1:
+            # One search over all sentences at once, one per line: no pattern crosses a newline.
+            match = rule.patterns[0].search(lines)
+            if match:
+                start = lines.rfind("\n", 0, match.start()) + 1
+                end = lines.find("\n", match.end())
+                sentence = lines[start : len(lines) if end < 0 else end]
+                excerpt = printable_excerpt(sentence, match.start() - start, match.end() - start)
+                yield Finding(rule.id, rule.reason, where, excerpt, rule.weight)
+            continue
         for sentence in paired if rule.spans_sentences else sentences:
-            matches = [p.search(sentence) for p in rule.patterns]
-            if all(matches):
-                start, end = matches[0].span()  # type: ignore[union-attr]
-                excerpt = printable_excerpt(sentence, start, end)
+            first = rule.patterns[0].search(sentence)
+            if first and all(p.search(sentence) for p in rule.patterns[1:]):
+                excerpt = printable_excerpt(sentence, *first.span())
                 yield Finding(rule.id, rule.reason, where, excerpt, rule.weight)
                 break
 
@@ -182,7 +194,21 @@ def _text_findings(where: str, text: str) -> Iterator[Finding]:
 
 
 def assess_tool(record: ToolRecord) -> Assessment:
-    """Score a tool: the sum over distinct rules of the heaviest finding of each."""
+    """Score a tool: the sum over distinct rules of the heaviest finding of each.
+
+    Results are remembered by definition (a few ms per tool adds up over thousands of tools that
+    are re-listed on every catalog change); the server name plays no part in the result.
+    """
+    key = (record.fingerprint, record.title)
+    cached = _CACHE.get(key)
+    if cached is None:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        cached = _CACHE[key] = _assess(record)
+    return cached
+
+
+def _assess(record: ToolRecord) -> Assessment:
     texts = list(islice(tool_texts(record), MAX_TEXTS + 1))
     findings = [f for where, text in texts[:MAX_TEXTS] for f in _text_findings(where, text)]
     if len(texts) > MAX_TEXTS:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_F = re.I
+# Multi-line: single-pattern rules search all sentences at once, one sentence per line.
+_F = re.I | re.M
 
 
 @dataclass(frozen=True)
@@ -166,12 +167,12 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"|\b(?:if you are|if you're|si eres|si vous êtes|wenn du) (?:an? |un |una |ein )?(?:ai|ia|ki|llm"
           r"|language model|assistant|asistente|assistent)\b"
           r"|\b(?:dear|hey|hi|attention) (?:ai|assistant|model|ai model|llm|agent)\b"),
-    _rule("address-model", 0.5, "text addressed to the AI model", r"(?:^|[\s(>\]])SYSTEM\s*:", flags=0),
+    _rule("address-model", 0.5, "text addressed to the AI model", r"(?:^|[\s(>\]])SYSTEM\s*:", flags=re.M),
     _rule("address-model", 0.5, "text addressed to the AI model by name",
           r"(?:^|\b(?:hey|hi|dear|attention) )(?:claude|chatgpt|gpt-?\d?|gemini|copilot|cursor|llama)\s*[,:]"
           r"|\bwhen you (?:see|read) this\b"),
     _rule("important-marker", 0.3, "urgent marker", r"\bIMPORTANT\b|\bCRITICAL\s*:|\bATTENTION\s*:",
-          flags=0),
+          flags=re.M),
     _rule("you-must", 0.2, "imperative aimed at the model",
           r"\byou (?:must|need to|have to)\b|\bthe (?:assistant|model|ai|llm|agent) (?:must|should|needs to)\b"),
     _rule("before-using", 0.3, "precondition before using tools",
