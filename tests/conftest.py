@@ -43,6 +43,16 @@ def write_registry(path: Path, servers: dict[str, dict[str, Any]]) -> Path:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_state(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Pins, learned examples and generated phrases go to a temporary folder, never the user's."""
+    state = tmp_path_factory.mktemp("toolscout-state")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TOOLSCOUT_PINS", str(state / "pins.json"))
+        patch.setenv("TOOLSCOUT_DATA_DIR", str(state / "data"))
+        yield state
+
+
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"

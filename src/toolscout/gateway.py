@@ -14,11 +14,13 @@ searches answer from what the engine has, with a notice.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -39,12 +41,22 @@ from toolscout.upstream import (
 from toolscout.upstream.connection import ProgressFn
 from toolscout.upstream.pool import DEFAULT_MAX_RESTARTS
 
+if TYPE_CHECKING:
+    from toolscout.learning.examples import Example
+
 logger = logging.getLogger(__name__)
 
 CatalogListener = Callable[[Catalog], Awaitable[None]]
 # Given every tool of the catalog, the ids to withhold from agents and why (e.g. a definition that
 # changed since it was pinned, a description with hidden instructions). Runs in a worker thread.
 ToolScreen = Callable[[Sequence[ToolRecord]], Mapping[str, str]]
+# Given the tools agents may use, the same tools with their expansion field filled (overlays,
+# example requests, learned and generated phrases), and the example requests the engine may learn
+# from. Runs in a worker thread before each index build, so learned data is used at the next one.
+CatalogEnricher = Callable[[Sequence[ToolRecord]], "tuple[Sequence[ToolRecord], Sequence[Example]]"]
+# Given a server's name and its one-line summary (its own words, shown in toolscout's instructions),
+# why that summary must not be shown, or None to show it.
+SummaryScreen = Callable[[str, str], "str | None"]
 
 
 class _CompletionStopped(Exception):
@@ -84,10 +96,17 @@ class Gateway:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         max_restarts: int = DEFAULT_MAX_RESTARTS,
         screens: Sequence[ToolScreen] = (),
+        enrich: CatalogEnricher | None = None,
+        summary_screen: SummaryScreen | None = None,
         limits: Limits = Limits(),
     ) -> None:
         self.engine = engine
         self._screens = tuple(screens)
+        self._enrich = enrich
+        self._summary_screen = summary_screen
+        # The engine's intent signal learns from example requests, when the engine has one.
+        self._engine_takes_examples = "examples" in inspect.signature(engine.index).parameters
+        self._indexed_key: tuple[object, ...] | None = None
         self.pool = UpstreamPool(
             specs,
             start_timeout=start_timeout,
@@ -137,7 +156,14 @@ class Gateway:
         self._listeners.append(listener)
 
     def statuses(self) -> list[UpstreamStatus]:
-        return self.pool.statuses()
+        statuses = self.pool.statuses()
+        if self._summary_screen is None:
+            return statuses
+        shown = []
+        for status in statuses:
+            reason = self._summary_screen(status.name, status.summary) if status.summary else None
+            shown.append(dataclasses.replace(status, summary=f"(description withheld: {reason})") if reason else status)
+        return shown
 
     async def ready(self, timeout: float) -> bool:
         """Wait (bounded) for every upstream's first start to settle, then index what is up.
@@ -171,10 +197,17 @@ class Gateway:
         """Rebuild the catalog from the pool; re-index and notify only if it changed."""
         async with self._sync_lock:
             catalog = await self._screened(self.pool.catalog())
-            if catalog.fingerprint == self.catalog.fingerprint and self._indexed_generation:
+            examples: Sequence[Example] = ()
+            if self._enrich is not None:
+                tools, examples = await anyio.to_thread.run_sync(self._enrich, catalog.tools)
+                catalog = Catalog.of(tools, catalog.withheld)
+            # Expansions and examples are not part of a tool's fingerprint, yet change what is indexed.
+            key = (catalog.fingerprint, tuple(t.expansion for t in catalog.tools), tuple(examples))
+            if key == self._indexed_key:
                 return
-            await anyio.to_thread.run_sync(self.engine.index, catalog.tools)
+            await anyio.to_thread.run_sync(self._index, catalog.tools, examples)
             self.catalog = catalog
+            self._indexed_key = key
             self._indexed_generation += 1
             self._needs_complete.set()
             logger.info("catalog: %d tools from %d upstreams", len(catalog.tools), len({t.server for t in catalog.tools}))
@@ -183,6 +216,13 @@ class Gateway:
                     await listener(catalog)
                 except Exception:  # noqa: BLE001 - a listener's failure must not stop re-indexing
                     logger.exception("catalog listener failed")
+
+    def _index(self, tools: Sequence[ToolRecord], examples: Sequence[Example]) -> None:
+        if self._engine_takes_examples:
+            self.engine.index(tools, examples=examples)
+        else:
+            # Until the engine has an intent signal, examples reach it only through the expansion field.
+            self.engine.index(tools)
 
     async def search(
         self, query: str, *, limit: int, servers: Collection[str] | None = None

@@ -1,13 +1,17 @@
-"""What `serve`, `search` and `tools` share: registry and search options, and opening a gateway.
+"""What `serve`, `search` and `tools` share: registry, search, security and learning options, and
+opening a gateway.
 
 `search_settings(args)` is the one seam where command-line options become SearchSettings; new
-engine options are added in `add_search_options` and read there.
+engine options are added in `add_search_options` and read there. `gateway_hooks(args)` is the one
+seam where security and learning options become the gateway's screens and enricher; it reads and
+validates their files before anything connects, so a mistake is a clear error at start.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,7 +20,9 @@ from toolscout.upstream import DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT
 if TYPE_CHECKING:
     # The engine and the SDK are imported when a command runs, not when the parser is built.
     from toolscout.config import ServerSpec
-    from toolscout.gateway import Gateway
+    from toolscout.gateway import Gateway, SummaryScreen, ToolScreen
+    from toolscout.learning_hooks import LearningSources
+    from toolscout.security.screens import PinScreen
     from toolscout.settings import SearchSettings
 
 
@@ -39,6 +45,90 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="embedding model: installed package or folder; 'none' disables dense")
 
 
+def add_security_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pins", type=Path, metavar="FILE",
+        help="pin state file of approved tool definitions (default: $TOOLSCOUT_PINS or the user state directory)",
+    )
+    parser.add_argument(
+        "--strict-pins", action="store_true",
+        help="new tools, too, stay unavailable until approved with `toolscout approve` (default: trusted on first use)",
+    )
+    parser.add_argument(
+        "--allow-flagged", action="store_true",
+        help="keep tools the poisoning scan flags available (default: withheld; see `toolscout tools --flagged`)",
+    )
+
+
+def add_learning_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--overlay", action="append", type=Path, default=[], metavar="FILE",
+        help="overlay file of phrases per tool (may repeat; NAME.overlay.json next to a registry is read too)",
+    )
+    parser.add_argument(
+        "--examples", action="append", type=Path, default=[], metavar="FILE",
+        help="example requests, JSON Lines {\"query\": ..., \"tools\": [ids]} (may repeat)",
+    )
+
+
+@dataclass
+class GatewayHooks:
+    """The security screens and learning sources a command's gateway runs with."""
+
+    screens: list[ToolScreen] = field(default_factory=list)
+    summary_screen: SummaryScreen | None = None
+    sources: LearningSources | None = None
+    # Follows the pin state file while serving, so approvals take effect without a restart.
+    pins: PinScreen | None = None
+
+    def close(self) -> None:
+        if self.sources is not None:
+            self.sources.close()
+
+
+def gateway_hooks(args: argparse.Namespace, *, record: bool = False, expand: bool = False) -> GatewayHooks:
+    """Screens and learning sources from the command's options; ConfigError if a file is unusable.
+
+    `record`: usage will be recorded (the store is created); `expand`: phrases will be generated (the
+    cache is created). Otherwise existing stores are read when they exist and never created.
+    """
+    from toolscout.security.pinning import PinStore
+    from toolscout.security.screens import PinScreen, PoisoningScreen
+
+    hooks = GatewayHooks()
+    if hasattr(args, "pins"):
+        store = PinStore(args.pins, strict=getattr(args, "strict_pins", False))
+        store.pending()  # reads the state file now: an unreadable one stops the command here
+        hooks.pins = PinScreen(store)
+        hooks.screens.append(hooks.pins)
+    if not getattr(args, "allow_flagged", True):
+        poisoning = PoisoningScreen()
+        hooks.screens.append(poisoning)
+        hooks.summary_screen = poisoning.summary_reason
+    if hasattr(args, "overlay"):
+        hooks.sources = _learning_sources(args, record=record, expand=expand)
+    return hooks
+
+
+def _learning_sources(args: argparse.Namespace, *, record: bool, expand: bool) -> LearningSources:
+    from toolscout.config import default_registry_path
+    from toolscout.learning import ExpansionCache, UsageStore, discover_overlays
+    from toolscout.learning.expansion_cache import default_expansions_path
+    from toolscout.learning.usage import default_usage_path
+    from toolscout.learning_hooks import LearningSources
+
+    overlays = [*discover_overlays(args.registry or [default_registry_path()]), *args.overlay]
+    usage = UsageStore() if record or default_usage_path().exists() else None
+    cache = ExpansionCache() if expand or default_expansions_path().exists() else None
+    try:
+        return LearningSources.load(overlays, args.examples, usage=usage, cache=cache)
+    except BaseException:
+        for store in (usage, cache):
+            if store is not None:
+                store.close()
+        raise
+
+
 def search_settings(args: argparse.Namespace) -> SearchSettings:
     from toolscout.settings import SearchSettings
 
@@ -52,17 +142,28 @@ def load_specs(args: argparse.Namespace) -> list[ServerSpec]:
     return load_registries(args.registry or [default_registry_path()])
 
 
-def open_gateway(args: argparse.Namespace, specs: list[ServerSpec], *, max_restarts: int | None = None) -> Gateway:
+def open_gateway(
+    args: argparse.Namespace,
+    specs: list[ServerSpec],
+    *,
+    max_restarts: int | None = None,
+    hooks: GatewayHooks | None = None,
+) -> Gateway:
+    """A gateway over `specs`; without `hooks` it screens nothing and learns nothing."""
     from toolscout.gateway import Gateway
     from toolscout.search import ToolSearch
     from toolscout.upstream.pool import DEFAULT_MAX_RESTARTS
 
+    hooks = hooks or GatewayHooks()
     return Gateway(
         specs,
         ToolSearch(search_settings(args)),
         start_timeout=args.start_timeout,
         call_timeout=args.call_timeout,
         max_restarts=DEFAULT_MAX_RESTARTS if max_restarts is None else max_restarts,
+        screens=hooks.screens,
+        summary_screen=hooks.summary_screen,
+        enrich=hooks.sources,
     )
 
 

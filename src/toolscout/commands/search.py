@@ -9,9 +9,13 @@ import logging
 import anyio
 
 from toolscout.commands._gateway import (
+    GatewayHooks,
+    add_learning_options,
     add_registry_options,
     add_search_options,
+    add_security_options,
     fail,
+    gateway_hooks,
     load_specs,
     open_gateway,
 )
@@ -25,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("query", help="what you need to do, in plain words")
     add_registry_options(parser)
     add_search_options(parser)
+    add_security_options(parser)
+    add_learning_options(parser)
     parser.add_argument("-k", type=int, default=5, help="how many tools to show (default 5)")
     parser.add_argument("--server", action="append", dest="servers", metavar="NAME", help="only this server")
     parser.add_argument("--json", action="store_true", help="print JSON (the search_tools result)")
@@ -39,15 +45,19 @@ def run(args: argparse.Namespace) -> int:
         return fail("search", "-k must be from 1 to 50")
     try:
         specs = load_specs(args)
+        hooks = gateway_hooks(args)
     except ConfigError as exc:
         return fail("search", str(exc))
-    return anyio.run(_search, args, specs)
+    try:
+        return anyio.run(_search, args, specs, hooks)
+    finally:
+        hooks.close()
 
 
-async def _search(args: argparse.Namespace, specs: list) -> int:
+async def _search(args: argparse.Namespace, specs: list, hooks: GatewayHooks) -> int:
     from toolscout.server import search_entry
 
-    async with open_gateway(args, specs, max_restarts=0) as gateway:
+    async with open_gateway(args, specs, max_restarts=0, hooks=hooks) as gateway:
         await gateway.ready(args.start_timeout + 5)
         for status in gateway.statuses():
             if status.reason:

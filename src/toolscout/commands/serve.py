@@ -15,9 +15,13 @@ from typing import Any
 import anyio
 
 from toolscout.commands._gateway import (
+    GatewayHooks,
+    add_learning_options,
     add_registry_options,
     add_search_options,
+    add_security_options,
     fail,
+    gateway_hooks,
     load_specs,
     open_gateway,
 )
@@ -34,6 +38,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("serve", help="run the gateway as an MCP server")
     add_registry_options(parser)
     add_search_options(parser)
+    add_security_options(parser)
+    add_learning_options(parser)
+    parser.add_argument(
+        "--no-learn", action="store_true",
+        help="record nothing about use (by default a search followed by a successful call is kept locally as an example)",
+    )
+    parser.add_argument(
+        "--expand", action="store_true",
+        help="when the client supports sampling, have its model write phrases for each tool, in the background",
+    )
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765; 0 picks a free one)")
@@ -47,34 +61,51 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         specs = load_specs(args)
+        hooks = gateway_hooks(args, record=not args.no_learn, expand=args.expand)
     except ConfigError as exc:
         return fail("serve", str(exc))
     try:
-        anyio.run(_serve, args, specs)
+        anyio.run(_serve, args, specs, hooks)
     except ConfigError as exc:
         return fail("serve", str(exc))
     except KeyboardInterrupt:
         return 130
+    finally:
+        hooks.close()
     return 0
 
 
-async def _serve(args: argparse.Namespace, specs: list) -> None:
+async def _serve(args: argparse.Namespace, specs: list, hooks: GatewayHooks) -> None:
+    from toolscout.learning import UsageTracker
+    from toolscout.learning_hooks import Learning, SamplingExpansion
     from toolscout.server import build_server
 
-    async with open_gateway(args, specs) as gateway:
-        server = build_server(gateway)
-        if not await gateway.ready(args.ready_wait):
-            logger.info("serving while some upstreams are still starting; they join when ready")
-        if args.transport == "stdio":
-            from mcp.server.stdio import stdio_server
+    sources = hooks.sources
+    async with open_gateway(args, specs, hooks=hooks) as gateway:
+        tracker = UsageTracker(sources.usage, enabled=not args.no_learn) if sources else None
+        expansion = SamplingExpansion(gateway, sources.cache) if args.expand and sources and sources.cache else None
+        async with Learning(gateway, tracker=tracker, expansion=expansion) as learning, anyio.create_task_group() as tg:
+            if hooks.pins is not None:
+                tg.start_soon(hooks.pins.follow_approvals, gateway.rescreen)
+            server = build_server(gateway, observers=learning.observers)
+            learning.install(server)
+            await _run_server(args, gateway, server)
+            tg.cancel_scope.cancel()
 
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_stop_on_signal, gateway)
-                async with stdio_server() as (read, write):
-                    await server.run(read, write, server.create_initialization_options())
-                tg.cancel_scope.cancel()
-        else:
-            await _serve_http(server, args.host, args.port)
+
+async def _run_server(args: argparse.Namespace, gateway: Any, server: Any) -> None:
+    if not await gateway.ready(args.ready_wait):
+        logger.info("serving while some upstreams are still starting; they join when ready")
+    if args.transport == "stdio":
+        from mcp.server.stdio import stdio_server
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_stop_on_signal, gateway)
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+            tg.cancel_scope.cancel()
+    else:
+        await _serve_http(server, args.host, args.port)
 
 
 async def _stop_on_signal(gateway: Any) -> None:

@@ -1,4 +1,8 @@
-"""`toolscout tools`: connect to every upstream once and list them: status, reason, tool counts."""
+"""`toolscout tools`: connect to every upstream once and list them: status, reason, tool counts.
+
+With `--flagged`, list instead the tools the poisoning scan flags, with the reason, for a person
+to review (the gateway withholds them unless started with --allow-flagged).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,15 @@ import json
 
 import anyio
 
-from toolscout.commands._gateway import add_registry_options, fail, load_specs, open_gateway
+from toolscout.commands._gateway import (
+    GatewayHooks,
+    add_registry_options,
+    add_security_options,
+    fail,
+    gateway_hooks,
+    load_specs,
+    open_gateway,
+)
 from toolscout.errors import ConfigError
 
 
@@ -15,19 +27,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("tools", help="list the upstream servers, their status and tool counts")
     add_registry_options(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--list", action="store_true", help="also list each tool's id")
+    parser.add_argument("--list", action="store_true", help="also list each tool's id, and why a tool is withheld")
+    parser.add_argument("--flagged", action="store_true", help="list the tools the poisoning scan flags, with the reason")
+    add_security_options(parser)
     parser.set_defaults(handler=run, model="none")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         specs = load_specs(args)
+        hooks = gateway_hooks(args)
     except ConfigError as exc:
         return fail("tools", str(exc))
-    report = anyio.run(_collect, args, specs)
+    if args.flagged:
+        return _print_flagged(anyio.run(_flagged, args, specs), args.json)
+    report = anyio.run(_collect, args, specs, hooks)
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return 0
+    from toolscout.security.hidden import terminal_safe
+
     width = max([len(row["name"]) for row in report] + [6])
     print(f"{'SERVER':<{width}}  {'STATE':<8}  {'TOOLS':>5}  DETAIL")
     for row in report:
@@ -35,12 +54,45 @@ def run(args: argparse.Namespace) -> int:
         print(f"{row['name']:<{width}}  {row['state']:<8}  {row['tool_count']:>5}  {detail}")
         for tool_id in row.get("tools", []):
             print(f"{'':<{width}}  - {tool_id}")
+        for tool_id, reason in row.get("withheld", {}).items():
+            print(f"{'':<{width}}  - {tool_id} (withheld: {terminal_safe(reason)})")
     return 0
 
 
-async def _collect(args: argparse.Namespace, specs: list) -> list[dict]:
-    # One attempt per upstream: this is a snapshot, not a supervisor.
+async def _flagged(args: argparse.Namespace, specs: list) -> list[dict]:
+    from toolscout.security.screens import PoisoningScreen, flagged_tools
+
+    # Scans every listed tool, withheld or not: no screens, and nothing is pinned by looking.
     async with open_gateway(args, specs, max_restarts=0) as gateway:
+        await gateway.ready(args.start_timeout + 5)
+        tools = gateway.pool.catalog().tools
+        summaries = [(s.name, s.summary) for s in gateway.pool.statuses() if s.summary]
+    rows = [{"id": tool.id, "server": tool.server, "reason": reason} for tool, reason in flagged_tools(tools)]
+    for server, summary in summaries:
+        reason = PoisoningScreen.summary_reason(server, summary)
+        if reason:
+            rows.append({"id": None, "server": server, "reason": f"its instructions: {reason}"})
+    return rows
+
+
+def _print_flagged(rows: list[dict], as_json: bool) -> int:
+    from toolscout.security.hidden import terminal_safe
+
+    if as_json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+    elif not rows:
+        print("The poisoning scan flags no tool.")
+    else:
+        for row in rows:
+            # What an upstream wrote may hide escape codes or invisible text aimed at the reader.
+            print(terminal_safe(f"{row['id'] or row['server'] + ' (server)'}: {row['reason']}"))
+        print(f"{len(rows)} flagged; they stay out of search and execute_tool unless toolscout runs with --allow-flagged.")
+    return 0
+
+
+async def _collect(args: argparse.Namespace, specs: list, hooks: GatewayHooks) -> list[dict]:
+    # One attempt per upstream: this is a snapshot, not a supervisor.
+    async with open_gateway(args, specs, max_restarts=0, hooks=hooks) as gateway:
         await gateway.ready(args.start_timeout + 5)
         rows = []
         for status in gateway.statuses():
@@ -54,5 +106,10 @@ async def _collect(args: argparse.Namespace, specs: list) -> list[dict]:
             }
             if args.list:
                 row["tools"] = [t.id for t in gateway.catalog.tools if t.server == status.name]
+                row["withheld"] = {
+                    tool.id: gateway.catalog.withheld[tool.id]
+                    for tool in gateway.pool.catalog().tools
+                    if tool.server == status.name and tool.id in gateway.catalog.withheld
+                }
             rows.append(row)
         return rows

@@ -1,0 +1,249 @@
+"""Retrieval that learns, wired into the running gateway (the parts in `toolscout.learning` are pure).
+
+    sources = LearningSources.load(overlays, example_files, usage=store, cache=cache)
+    gateway = Gateway(specs, engine, enrich=sources)          # expansion field filled at each build
+    async with Learning(gateway, tracker=tracker, expansion=SamplingExpansion(gateway, cache)) as learning:
+        server = build_server(gateway, observers=learning.observers)
+        learning.install(server)                            # sampling starts when a client can sample
+
+- `LearningSources` fills each tool's expansion field before every index build, from overlays,
+  example files, examples learned from use and phrases the client's model generated.
+- `UsageRecorder` sees every meta-tool call: a search's query and the ids it returned, then a
+  successful execute_tool of one of them within the same session, is recorded (in a worker
+  thread: SQLite never runs on the event loop). The next index build uses it.
+- `SamplingExpansion` (`serve --expand`) asks a client that declared sampling to write phrases for
+  each tool not yet in the cache, in the background and rate-limited; each answer re-indexes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.session import ServerSession
+
+from toolscout.catalog import ToolRecord
+from toolscout.gateway import Gateway
+from toolscout.learning import (
+    Example,
+    Expander,
+    ExpansionCache,
+    Overlay,
+    UsageStore,
+    UsageTracker,
+    apply_expansions,
+    load_example_files,
+    load_overlays,
+    unmatched_patterns,
+)
+from toolscout.learning.sampling_mcp import sampling_ask, session_supports_sampling
+from toolscout.server import EXECUTE_TOOL, SEARCH_TOOL, CallObserver
+from toolscout.upstream import Catalog
+
+logger = logging.getLogger(__name__)
+
+# Learning from use needs to know which calls come from one client session. Over stdio (and in
+# process) there is one client per toolscout; over streamable HTTP the session id header tells
+# clients apart. Requests without one (the sessionless 2026-07-28 protocol) are not linked.
+LOCAL_SESSION = "local"
+_SESSION_HEADER = "mcp-session-id"
+# Executions waiting to be written; beyond this (a flood of calls) the oldest evidence is dropped.
+_PENDING_RECORDS = 1024
+_DRAIN_TIMEOUT = 5.0
+
+
+def session_key(ctx: ServerRequestContext[Any]) -> Hashable | None:
+    """Which client session a request belongs to, or None when that cannot be told."""
+    request = ctx.request
+    if request is None:
+        return LOCAL_SESSION
+    headers = getattr(request, "headers", None)
+    session_id = headers.get(_SESSION_HEADER) if headers is not None else None
+    return ("http", session_id) if session_id else None
+
+
+class LearningSources:
+    """What fills the expansion field, read at every index build (a `CatalogEnricher`)."""
+
+    def __init__(
+        self,
+        overlays: Sequence[Overlay] = (),
+        examples: Sequence[Example] = (),
+        *,
+        usage: UsageStore | None = None,
+        cache: ExpansionCache | None = None,
+    ) -> None:
+        self.overlays = tuple(overlays)
+        self.file_examples = tuple(examples)
+        self.usage = usage
+        self.cache = cache
+        self._reported: set[tuple[str, str]] = set()
+
+    @classmethod
+    def load(
+        cls,
+        overlay_files: Sequence[Path] = (),
+        example_files: Sequence[Path] = (),
+        *,
+        usage: UsageStore | None = None,
+        cache: ExpansionCache | None = None,
+    ) -> LearningSources:
+        """Read and validate the files now (ConfigError naming the file and the fix)."""
+        return cls(load_overlays(overlay_files), load_example_files(example_files), usage=usage, cache=cache)
+
+    def __call__(self, tools: Sequence[ToolRecord]) -> tuple[list[ToolRecord], list[Example]]:
+        examples = [*self.file_examples, *(self.usage.examples() if self.usage is not None else ())]
+        generated = self.cache.lookup(tools) if self.cache is not None else None
+        expanded = apply_expansions(tools, overlays=self.overlays, examples=examples, generated=generated)
+        self._report_unmatched(tools)
+        return expanded, examples
+
+    def _report_unmatched(self, tools: Sequence[ToolRecord]) -> None:
+        # A key matching nothing is normal while its server is down, but usually a typo: say it once.
+        for source, pattern in unmatched_patterns(self.overlays, (tool.id for tool in tools)):
+            if tools and (source, pattern) not in self._reported:
+                self._reported.add((source, pattern))
+                logger.info("overlay %s: '%s' matches no tool of the catalog (yet)", source, pattern)
+
+    def close(self) -> None:
+        for store in (self.usage, self.cache):
+            if store is not None:
+                store.close()
+
+
+class UsageRecorder:
+    """A call observer feeding the UsageTracker; writes happen in `run()`, off the event loop."""
+
+    def __init__(self, gateway: Gateway, tracker: UsageTracker) -> None:
+        self.gateway = gateway
+        self.tracker = tracker
+        self._send, self._receive = anyio.create_memory_object_stream[tuple[Hashable, str, str]](_PENDING_RECORDS)
+        self.finished = anyio.Event()
+
+    def observe(
+        self, ctx: ServerRequestContext[Any], name: str, arguments: dict[str, Any], result: types.CallToolResult
+    ) -> None:
+        if result.is_error:
+            return
+        key = session_key(ctx)
+        if key is None:
+            return
+        if name == SEARCH_TOOL and isinstance(result.structured_content, dict):
+            returned = [entry.get("id") for entry in result.structured_content.get("tools", ())]
+            # In memory only: cheap enough for the event loop, and it must precede the execution.
+            self.tracker.on_search(key, str(arguments.get("query", "")), [i for i in returned if isinstance(i, str)])
+        elif name == EXECUTE_TOOL and isinstance(arguments.get("name"), str):
+            tool = self.gateway.catalog.by_id.get(arguments["name"].strip())
+            if tool is None:
+                return
+            try:
+                self._send.send_nowait((key, tool.id, tool.server))
+            except anyio.WouldBlock:
+                logger.debug("usage recording is behind; dropped the execution of %s", tool.id)
+
+    async def run(self) -> None:
+        try:
+            async with self._receive:
+                async for key, tool_id, server in self._receive:
+                    await anyio.to_thread.run_sync(self.tracker.on_execute_success, key, tool_id, server)
+        finally:
+            self.finished.set()
+
+    def close(self) -> None:
+        """No more records; `run()` writes what is pending, then returns."""
+        self._send.close()
+
+
+class SamplingExpansion:
+    """`serve --expand`: the client's model writes phrases for each tool not yet in the cache.
+
+    Starts when a client that declared sampling completes its handshake, runs again when the
+    catalog changes (only new or changed tools are asked about), and stops asking a session that
+    cannot sample. Each expanded tool re-indexes the catalog, so its phrases count at once.
+    """
+
+    def __init__(self, gateway: Gateway, cache: ExpansionCache, *, requests_per_minute: float = 10.0) -> None:
+        self.gateway = gateway
+        self.cache = cache
+        self._rate = requests_per_minute
+        self._session: ServerSession | None = None
+        self._wanted = anyio.Event()
+
+    async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method == "notifications/initialized" and session_supports_sampling(ctx.session):
+            self._session = ctx.session
+            self._wanted.set()
+        return result
+
+    async def on_catalog(self, catalog: Catalog) -> None:
+        if self._session is not None and self.cache.missing(catalog.tools):
+            self._wanted.set()
+
+    async def run(self) -> None:
+        while True:
+            await self._wanted.wait()
+            self._wanted = anyio.Event()
+            session = self._session
+            if session is None:
+                continue
+            expander = Expander(
+                self.cache, sampling_ask(session), requests_per_minute=self._rate,
+                on_expanded=lambda record, phrases: self.gateway.rescreen(),
+            )
+            # Only tools agents may use: a withheld (e.g. poisoned) definition is never sent to the model.
+            report = await expander.run(self.gateway.catalog.tools)
+            if report.stopped and self._session is session:
+                self._session = None  # this client cannot or will not sample; wait for another
+
+
+class Learning:
+    """The running parts of learning: the usage recorder's writer and the sampling expansion."""
+
+    def __init__(
+        self, gateway: Gateway, *, tracker: UsageTracker | None = None, expansion: SamplingExpansion | None = None
+    ) -> None:
+        self.recorder = UsageRecorder(gateway, tracker) if tracker is not None and tracker.enabled else None
+        self.expansion = expansion
+        self.gateway = gateway
+        self._task_group: anyio.abc.TaskGroup | None = None
+
+    @property
+    def observers(self) -> list[CallObserver]:
+        return [self.recorder.observe] if self.recorder is not None else []
+
+    def install(self, server: Server[Any]) -> None:
+        """Let the sampling expansion see clients complete their handshake."""
+        if self.expansion is not None:
+            server.middleware.append(self.expansion.middleware)
+
+    async def __aenter__(self) -> Learning:
+        self._task_group = anyio.create_task_group()
+        await self._task_group.__aenter__()
+        if self.recorder is not None:
+            self._task_group.start_soon(self.recorder.run, name="usage recorder")
+        if self.expansion is not None:
+            self.gateway.add_listener(self.expansion.on_catalog)
+            self._task_group.start_soon(self.expansion.run, name="sampling expansion")
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        assert self._task_group is not None
+        if self.recorder is not None:
+            # Pending usage records are written first (bounded); the expansion is simply abandoned.
+            self.recorder.close()
+            with anyio.move_on_after(_DRAIN_TIMEOUT, shield=True):
+                await self.recorder.finished.wait()
+        self._task_group.cancel_scope.cancel()
+        await self._task_group.__aexit__(None, None, None)
+        return None

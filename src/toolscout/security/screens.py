@@ -1,0 +1,113 @@
+"""The gateway's screens: what pinning and the poisoning scan withhold from agents, and why.
+
+A screen takes every tool of the live catalog and returns {tool id: reason} for the tools agents
+must not search or run (`toolscout.gateway.ToolScreen`); execute_tool answers with the reason.
+
+    pins = PinScreen(PinStore(path, strict=False))    # changed (or, strict, new) definitions
+    poison = PoisoningScreen()                         # hidden instructions in definitions
+    Gateway(specs, engine, screens=[pins, poison], summary_screen=poison.summary_reason)
+
+Reasons reach the agent, so they name what is wrong without quoting the suspicious text: quoting
+it would hand the agent the very instructions the screen keeps from it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+
+import anyio
+
+from toolscout.catalog import ToolRecord
+from toolscout.security.pinning import PinStateError, PinStore
+from toolscout.security.poisoning import Finding, scan_tool, summarize
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["PinScreen", "PoisoningScreen", "flagged_tools"]
+
+
+class PinScreen:
+    """Withholds tools whose definition changed since approval (and, strict, unapproved new ones).
+
+    Each call records what it sees in the pin state file (trust on first use, candidates of changed
+    definitions), so `toolscout approve` can show them without connecting. A state file that cannot
+    be read withholds every tool: without it nothing can be told apart from a rug pull.
+    """
+
+    def __init__(self, store: PinStore) -> None:
+        self.store = store
+
+    async def follow_approvals(self, rescreen: Callable[[], None], interval: float = 2.0) -> None:
+        """Call `rescreen` whenever the state file changes (e.g. `toolscout approve` ran), forever.
+
+        A running gateway then releases an approved tool within `interval` seconds, without a restart.
+        """
+        seen = self._stamp()
+        while True:
+            await anyio.sleep(interval)
+            stamp = self._stamp()
+            if stamp != seen:
+                seen = stamp
+                rescreen()
+
+    def _stamp(self) -> tuple[int, int] | None:
+        try:
+            stat = self.store.path.stat()
+        except OSError:
+            return None
+        return (stat.st_mtime_ns, stat.st_size)
+
+    def __call__(self, tools: Sequence[ToolRecord]) -> dict[str, str]:
+        try:
+            verdicts = self.store.check(tools)
+        except PinStateError as exc:
+            logger.error("pinning: %s; every tool is withheld until this is fixed", exc)
+            reason = f"toolscout cannot verify tool definitions: {exc}"
+            return {tool.id: reason for tool in tools}
+        withheld = {}
+        for tool in tools:
+            verdict = verdicts.get(tool.server, tool.name)
+            if verdict is not None and verdict.blocked:
+                withheld[tool.id] = verdict.message
+        return withheld
+
+
+def _reason(findings: Sequence[Finding]) -> str:
+    return (
+        f"the security scan found what looks like hidden instructions in its definition: {summarize(list(findings))}. "
+        "It stays unavailable; a person can review it with `toolscout tools --flagged`."
+    )
+
+
+class PoisoningScreen:
+    """Withholds tools the poisoning scan flags; also screens the servers' one-line summaries.
+
+    Scans are cached by the tool's fingerprint: a catalog is re-screened on every change, but a
+    definition is scanned once.
+    """
+
+    def __init__(self) -> None:
+        self._findings: dict[str, tuple[Finding, ...]] = {}
+
+    def findings(self, tool: ToolRecord) -> tuple[Finding, ...]:
+        key = tool.fingerprint
+        if key not in self._findings:
+            self._findings[key] = tuple(scan_tool(tool))
+        return self._findings[key]
+
+    def __call__(self, tools: Sequence[ToolRecord]) -> dict[str, str]:
+        return {tool.id: _reason(found) for tool in tools if (found := self.findings(tool))}
+
+    @staticmethod
+    @lru_cache(maxsize=1024)
+    def summary_reason(server: str, summary: str) -> str | None:
+        """Why a server's summary (from its own instructions) must stay out of toolscout's, or None."""
+        found = scan_tool(ToolRecord(id="", name="", server=server, description=summary))
+        return f"flagged by the security scan: {summarize(found)}" if found else None
+
+
+def flagged_tools(tools: Sequence[ToolRecord]) -> list[tuple[ToolRecord, str]]:
+    """Every tool the poisoning scan flags, with a one-line reason (for `toolscout tools --flagged`)."""
+    return [(tool, summarize(found)) for tool in tools if (found := scan_tool(tool))]

@@ -1,0 +1,58 @@
+"""A server whose tools and instructions come from a JSON file, re-read on every tools/list.
+
+    scripted_server.py SPEC.json LABEL
+
+SPEC.json: {"instructions": "...", "tools": [{"name": ..., "description": ..., "inputSchema": {...}}]}.
+Every call answers {"server": LABEL, "tool": name, "arguments": {...}}, so a test sees which
+upstream a call reached. Calling `reload` tells the client the tools changed (tools/list_changed):
+edit the file, call it, and the gateway lists the new definitions (a rug pull, on demand).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+
+SPEC, LABEL = Path(sys.argv[1]), sys.argv[2]
+
+
+def _spec() -> dict[str, Any]:
+    return json.loads(SPEC.read_text(encoding="utf-8"))
+
+
+async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    tools = [
+        types.Tool(
+            name=tool["name"],
+            description=tool.get("description", ""),
+            input_schema=tool.get("inputSchema", {"type": "object", "properties": {}}),
+        )
+        for tool in _spec()["tools"]
+    ]
+    return types.ListToolsResult(tools=tools)
+
+
+async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    if params.name == "reload":
+        await ctx.session.send_tool_list_changed()
+    echoed = {"server": LABEL, "tool": params.name, "arguments": params.arguments or {}}
+    return types.CallToolResult(content=[types.TextContent(text=json.dumps(echoed))], structured_content=echoed)
+
+
+server = Server(LABEL, instructions=_spec().get("instructions"), on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def main() -> None:
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+if __name__ == "__main__":
+    anyio.run(main)
