@@ -130,21 +130,18 @@ async def test_a_poisoned_tool_is_withheld_and_a_poisoned_server_summary_is_not_
     assert "API keys" not in instructions
 
 
-def test_tools_flagged_lists_poisoned_tools_with_the_reason_and_allow_flagged_keeps_them(
+def test_tools_flagged_lists_poisoned_tools_with_the_reason_and_allow_flagged_keeps_them_searchable(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     entry, _ = scripted(tmp_path, "office", [dict(SEND, description=POISON), NOTE])
     registry = str(write_registry(tmp_path / "r.json", {"office": entry}))
     assert main(["tools", "--registry", registry, "--flagged"]) == 0
     flagged = capsys.readouterr().out
-    assert main(["search", "send a report to the team", "--registry", registry, "--model", "none", "--json"]) == 0
-    default = json.loads(capsys.readouterr().out)
     assert main(["search", "send a report to the team", "--registry", registry, "--model", "none", "--json",
                  "--allow-flagged"]) == 0
     allowed = json.loads(capsys.readouterr().out)
     assert "office__send_report: " in flagged and "prompt-style block aimed at the model" in flagged
     assert "office__read_note" not in flagged
-    assert "office__send_report" not in [tool["id"] for tool in default["tools"]]
     assert allowed["tools"][0]["id"] == "office__send_report"
 
 
@@ -189,6 +186,11 @@ async def test_serve_with_strict_pins_withholds_new_tools_until_approved(tmp_pat
         async with Client(StdioServerParameters(command=sys.executable, args=args), mode="legacy") as client:
             found = ids(await client.call_tool("search_tools", {"query": "send a status report"}))
             refused = await client.call_tool("execute_tool", {"name": "office__send_report", "arguments": {"to": "a"}})
+        pending = [(c.server, c.name, c.kind) for c in PinStore(pins).pending()]
+        # approve connects to the live catalog (--registry), staying strict, and approves what it lists.
+        approve = ["approve", "--pins", str(pins), "--strict-pins", "--registry", str(registry), "--yes"]
+        code = await anyio.to_thread.run_sync(main, [*approve, "--server", "office", "send_report"])
     assert found == []
     assert refused.is_error and "awaits approval" in refused.content[0].text
-    assert [(c.server, c.name, c.kind) for c in PinStore(pins).pending()] == [("office", "send_report", "new")]
+    assert pending == [("office", "send_report", "new")]
+    assert code == 0 and PinStore(pins, strict=True).pending() == []

@@ -34,6 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--pins", type=Path, metavar="FILE", help=f"pin state file (default: ${PATH_ENV} or the user state directory)"
     )
     parser.add_argument(
+        "--strict-pins", action="store_true",
+        help="with --refresh: record new tools as awaiting approval, as `serve --strict-pins` does, not trusted on first use",
+    )
+    parser.add_argument(
         "--refresh", action="store_true",
         help="connect to the upstreams first (implied by --registry) and record their current definitions"
     )
@@ -43,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        store = PinStore(args.pins)
+        store = PinStore(args.pins, strict=args.strict_pins)
         if args.refresh or args.registry:
             _refresh(args, store)
         pending = store.pending(server=args.server)
