@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         if not path.exists():
             print(f"benign set not found: {path}", file=sys.stderr)
             return 2
-        report_benign(path.parent.name, load(path), show=not args.quiet)
+        name = path.parent.name if path.name == "tools.jsonl" else path.stem
+        report_benign(name, load(path), show=not args.quiet)
     return 0
 
 
