@@ -25,8 +25,8 @@ import json
 import logging
 import os
 import tempfile
-from contextlib import contextmanager
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum

@@ -16,9 +16,9 @@ Pure functions over a ToolRecord: no MCP, no I/O.
 from __future__ import annotations
 
 import re
-from itertools import islice
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from toolscout.catalog import ToolRecord
