@@ -56,13 +56,15 @@ _CREDENTIAL_FILE = (
     r"|\.docker/config\.json|\.kube/config|/etc/(?:passwd|shadow)\b|\bmcp\.json\b"
     r"|claude_desktop_config|~/\.cursor\b|\bhosts\.yml\b|\.git-credentials|\.npmrc\b|\.pypirc\b"
     r"|\bwallet\.dat\b|\.bash_history|(?<![\w/.-])\.env\b(?![.\w-])|\*\.(?:pem|key|p12|pfx)\b"
-    r"|\bprivate key files?\b|\bkeystore\b|\bcredentials\.json\b|\*\.env\b|(?<![\w/-])\.pem\b)"
+    r"|\bprivate key files?\b|\bkeystore\b|\bcredentials\.json\b|\*\.env\b|(?<![\w/-])\.pem\b|\.zsh_history"
+    r"|\.aws(?:/|\s+(?:folder|directory)))"
 )
 # Secret-looking variable names are upper case by convention; lower case is an ordinary parameter.
 _ENV_SECRET = r"(?-i:\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:SECRET|TOKEN|PASSWORD|KEY|KEY_ID)\b)"
 _ENV_SOURCE = (
     r"(?:\b(?:from|in) (?:the|your) environment\b"
-    r"|\benvironment variables?\b[^\n]{0,30}\b(?:secret|token|key|password)s?)"
+    r"|\benvironment variables?\b[^\n]{0,30}\b(?:secret|token|key|password)s?|\ball environment variables\b"
+    r"|\boutput of [`'\"]?(?:env|printenv|set)\b)"
 )
 _CONTEXT = (
     r"(?:\b(?:entire|whole|full|complete|current|surrounding|ongoing) (?:conversation|chat|dialog(?:ue)?|context)\b"
@@ -79,7 +81,12 @@ _CONTEXT = (
     r"|\bsaved (?:browser )?passwords\b|\blocation history\b|\bhome address\b|\bclipboard\b"
     r"|\buser'?s (?:[\w-]+ )?(?:api keys?|tokens?|passwords?|credentials?|secrets?)\b"
     r"|\b(?:any|all|every) (?:configuration|config|credential|secret|key|private) files?\b|\bfiles you have access to\b"
-    r"|\b(?:any|every|all)\b[^\n]{0,30}\byou (?:know|have seen|can find|can access|have access to)\b"
+    r"|\b(?:any|every|all)\b[^\n]{0,30}\b(?:you|it|they) (?:know|knows|see|sees|have|has seen|have seen|can find"
+    r"|can access|have access to)\b|\bprivate (?:data|information|details|files)\b"
+    r"|\bpersonal (?:phone numbers?|data|information|details|addresses)\b"
+    r"|\bfound in (?:earlier|previous|other) (?:emails|messages|files|documents|results)\b"
+    r"|\bany (?:keys|secrets|credentials|tokens|passwords) (?:found|seen|present)\b"
+    r"|\buser'?s ip address\b"
     r"|\b(?:previous|earlier|last|other) tool (?:outputs?|results?|responses?)\b"
     r"|\b(?:complete|full|entire|whole) prompt\b|\bprompt you received\b|\bsystem (?:text|message|instructions)\b"
     r"|\b(?:summary|transcript) of (?:the|this|our|your) (?:conversation|chat|session)\b"
@@ -95,12 +102,13 @@ _SECRET = (
 )
 _SMUGGLE = (
     r"(?:\b(?:pass|put|paste|include|insert|attach|add|append|place|fill|embed|provide|supply|encode|share"
-    r"|copy|write|written|store|record|echo|repeat)\w*\b[^\n]{0,160}?\b(?:parameter|argument|field|param|sidenote|arg"
+    r"|copy|write|written|store|record|echo|repeat|contain)\w*\b[^\n]{0,160}?\b(?:parameter|argument|field|param|sidenote|arg"
     r"|list)s?\b"
     r"|\b(?:pass|put|paste|include|attach|provide|fill)\w* (?:it|them|its|their|both|every|all|the full"
     r"|the contents?|with|the whole|the entire|whole|entire)\b[^\n]{0,40}?\b(?:as|in|into|here|with)\b"
     r"|\b(?:parameter|argument|field|input|param)\b[^\n]{0,20}\bmust (?:contain|include|be)\b"
-    r"|\b(?:pass|put|paste|include|insert|attach|add|append|place|fill|embed|copy|write|echo|repeat)\w*\b[^\n]{0,100}?"
+    r"|\b(?:pass|put|paste|include|insert|attach|add|append|place|fill|embed|copy|write|echo|repeat|supply|provide"
+    r"|give|contain)\w*\b[^\n]{0,100}?"
     r"\b(?:in|into|as|to)\s+[`'\"][\w.-]+[`'\"])"
 )
 _USER_DATA = (
@@ -162,7 +170,7 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"|\[/?(?:INST|SYS|SYSTEM)\]|<<\s*/?SYS\s*>>|<\|(?:im_start|im_end|system|endoftext)\|>"),
     _rule("address-model", 0.5, "text addressed to the AI model",
           r"\b(?:note|reminder|tip)s? (?:to|for) (?:the |any |whichever |every |all )?(?:ai|llm"
-          r"|assistant|model|agent)s?\b|(?:^|[\s(>\]])(?:assistant|ai agents?|ai models?|llms?)\s*:|(?:^|[>\](])\s*model\s*:"
+          r"|assistant|model|agent)s?\b|(?:^|[\s(>\]])(?:assistant|ai|ai agents?|ai models?|llms?)\s*:|(?:^|[>\](])\s*model\s*:"
           r"|\b(?:assistant|agent|model|ai|llm) (?:instructions?|directives?|notes?|rules?)\s*:"
           r"|\b(?:if you are|if you're|si eres|si vous êtes|wenn du) (?:an? |un |una |ein )?(?:ai|ia|ki|llm"
           r"|language model|assistant|asistente|assistent)\b"
@@ -240,14 +248,18 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"|\bresults of [`'\w]+ must be ignored\b|\b(?:bcc|cc)\b[^\n]{0,60}\bon every\b"),
     _rule("cross-server-order", 0.6, "gives orders about another server's tools",
           r"\b(?:tools?|calls?) (?:of|from|on|to) the [\w-]+ server\b|\bevery call to (?:them|its tools)\b"
-          r"|\bwhen\b[^\n]{0,40}\b(?:with|via|through|using) the [\w-]+ server\b"),
+          r"|\bwhen\b[^\n]{0,40}\b(?:with|via|through|using) the [\w-]+ server\b"
+          r"|\b(?:whatever|any|every) tool you (?:call|use|run)\b"),
     _rule("skim", 0.5, "adds payments to a third party", r"\b(?:fee|commission|cut|payment)s? (?:paid|sent|going) to\b"),
     _rule("steer-to-url", 1.0, "pushes a fixed site on the user as official",
           r"\b(?:recommend|promote|suggest|link to|point (?:the user|users) to)\b[^\n]{0,30}https?://[^\n]{0,60}"
           r"\b(?:official|only|trusted|safe)\b"),
     _rule("inject-into-outputs", 0.6, "adds content to everything the model produces",
           r"\b(?:add|append|insert|prepend|include)\b[^\n]{0,80}\b(?:to|at the end of|in) (?:any|every|each|all)"
-          r" (?:script|file|command|commit|page|email|message|response|answer)s?\b"),
+          r" (?:script|file|command|commit|page|email|message|response|answer|manifest|config|request|query"
+          r"|transaction)s?\b"),
+    _rule("escalate-privilege", 0.5, "asks for administrator rights", r"\bcluster-admin\b|\bchmod 777\b|--privileged\b"
+          r"|\bas root\b|\bwith sudo\b"),
     _rule("reuse-privilege", 0.6, "reuses credentials obtained elsewhere",
           r"\b(?:use|reuse)\b[^\n]{0,12}\b(?:token|credentials?|password|session|cookie)\b[^\n]{0,40}\bfrom (?:the )?"
           r"(?:previous|earlier|other|another|last)\b"),
@@ -270,7 +282,7 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
     # Commands slipped into the model's other actions.
     _rule("shell-payload", 0.8, "carries a shell payload",
           r"\bcurl\b[^|\n]{0,120}\|\s*(?:ba|z)?sh\b|\bwget\b[^|\n]{0,120}\|\s*(?:ba)?sh\b|\bchmod -R\b"
-          r"|\brm -rf\s+[~/$]|\bgit push --force https?://"),
+          r"|\brm -rf\s+[~/$]|\bgit push --force https?://|\|\s*(?:nc|ncat|netcat)\b|\bHISTFILE=/dev/null"),
     _rule("command-prefix", 0.7, "rewrites commands run through other tools",
           r"\bprefix (?:it|every|each|all|any)\b|\bbefore (?:executing|running) any (?:shell )?(?:command|tool)"),
     _rule("claims-consent", 0.6, "claims the user authorised actions in advance",
