@@ -110,14 +110,17 @@ def write_report(
     parts += ["", markdown_table(rows_of(runs)), "", f"![scores]({chart.name})"]
     for field in slice_fields:
         parts += ["", f"## By {field}", "", markdown_table(slice_rows(runs, field), first_column=field)]
-    markdown.write_text("\n".join(parts) + "\n", encoding="utf-8")
     draw_chart(chart, rows_of(runs), title=f"{dataset_name} (k = {k})")
+    markdown.write_text("\n".join(parts) + "\n", encoding="utf-8")
     return markdown, chart
 
 
 def draw_chart(path: Path, rows: Sequence[Row], *, title: str) -> None:
     """Grouped bars: one group per quality metric, one bar per row."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise ToolscoutError("charts need matplotlib: pip install 'toolscout[eval]'") from exc
 
     matplotlib.use("Agg")
     from matplotlib import pyplot
