@@ -21,7 +21,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from docs_blocks import machine, update_block
+from docs_blocks import machine, revision, update_block
 from peers import PlainBM25, StackOnePeer, ToolPickerPeer, load_toolscout_encoder, timed
 
 from toolscout.eval import Dataset, EvalRun, evaluate, load_dataset, sample_queries, score_query, summarize
@@ -116,8 +116,9 @@ def render(dataset: Dataset, queries, runs: list[EvalRun], notes: list[str], k: 
         f"### {dataset.name}",
         "",
         f"{len(dataset.tools):,} tools, {len(queries):,} queries{sample}, k = {k}. Measured "
-        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {machine()}; latency is per search call, "
-        "one query at a time, index build excluded (its time is the last column).",
+        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {machine()}, toolscout {revision()}; "
+        "latency is per search call, one query at a time, index build excluded (its time is the "
+        "last column).",
         "",
         markdown_table(rows_of(runs)),
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import subprocess
 from pathlib import Path
 
 
@@ -16,6 +17,16 @@ def update_block(path: Path, name: str, block: str) -> None:
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
     text = pattern.sub(lambda _: fresh, text) if pattern.search(text) else f"{text.rstrip()}\n\n{fresh}\n"
     path.write_text(text, encoding="utf-8")
+
+
+def revision() -> str:
+    """The commit the measured code is at, `-dirty` when the working tree differs from it."""
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=Path(__file__).parent,
+                             capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown revision"
+    return out.stdout.strip()
 
 
 def machine() -> str:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from docs_blocks import machine, update_block
+from docs_blocks import machine, revision, update_block
 
 from toolscout.eval import build_engine, engine_ranker, evaluate, load_dataset, sample_queries
 from toolscout.settings import SearchSettings
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     lines = [
         f"{dataset.name}: {len(dataset.tools):,} tools, {len(queries)} searches at k = {args.k}. "
-        f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {machine()}.",
+        f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {machine()}, toolscout {revision()}.",
         "",
         "| engine | index build, empty cache (s) | index build, warm cache (s) | search p50 (ms) | search p95 (ms) |",
         "|---|---:|---:|---:|---:|",
