@@ -3,9 +3,10 @@
     python benchmarks/poisoning_eval.py                       # poisoned set vs etom_mcp (benign)
     python benchmarks/poisoning_eval.py --benign PATH ...     # other benign tools.jsonl files
 
-Poisoned: tests/data/poisoning/poisoned.jsonl, split into `dev` (written before any rule existed,
-used while writing the rules) and `heldout` (written after the rules were frozen). Benign: the
-real MCP tool descriptions of ../shared/bench/etom_mcp/tools.jsonl, read in place.
+Poisoned: tests/data/poisoning/poisoned.jsonl, split into `dev` (written before any rule existed)
+and rounds `heldout1`..`heldout7`, each written after freezing the rules, measured, and only then
+used to revise them (docs/security.md has the figure of each round when first measured). Benign:
+the real MCP tool descriptions of ../shared/bench/etom_mcp/tools.jsonl, read in place.
 """
 
 from __future__ import annotations
