@@ -7,6 +7,7 @@ the same code. Latency is measured around each search call only (index building 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -17,6 +18,8 @@ import numpy as np
 
 from toolscout.eval import metrics
 from toolscout.eval.datasets import Dataset, Query
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     # Imported where used, so loading data and scoring never depend on the engine's import cost.
@@ -155,7 +158,14 @@ def build_engine(
     engine = ToolSearch(settings)
     engine.index(dataset.tools)
     engine.complete(progress)
-    return engine, time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    if dataset.queries:
+        # A degraded engine (e.g. the embedding model failed to load) says so in its answers;
+        # the numbers of this run are then not those of the configuration asked for.
+        notice = engine.search(dataset.queries[0].text, limit=1).notice
+        if notice:
+            log.warning("%s", notice)
+    return engine, seconds
 
 
 def run_engine(
