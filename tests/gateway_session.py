@@ -1,0 +1,45 @@
+"""Helpers for the reliability tests: a gateway over a registry with an MCP client session on it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from conftest import fast_search_settings
+from mcp import Client
+
+from toolscout.config import load_registries
+from toolscout.gateway import Gateway
+from toolscout.search import ToolSearch
+from toolscout.server import build_server
+from toolscout.upstream import Catalog, State
+
+
+@asynccontextmanager
+async def gateway_session(registry: Path, **options: Any) -> AsyncIterator[tuple[Gateway, Client]]:
+    """A started gateway (every upstream settled) and a client session on its MCP server."""
+    async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), **options) as gateway:
+        await gateway.ready(30)
+        async with Client(build_server(gateway), mode="legacy") as client:
+            yield gateway, client
+
+
+async def wait_until_up(gateway: Gateway, server: str) -> None:
+    """Wait (the caller bounds it) until `server` is up and its tools are in the catalog."""
+    changed = anyio.Event()
+
+    async def on_change(catalog: Catalog) -> None:
+        changed.set()
+
+    gateway.add_listener(on_change)
+    while not any(t.server == server for t in gateway.catalog.tools) or gateway.pool.upstreams[server].state is not State.UP:
+        await changed.wait()
+        changed = anyio.Event()
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))

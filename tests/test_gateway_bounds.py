@@ -1,0 +1,96 @@
+"""Hard bounds: argument size, result size, calls in flight per upstream, stdout line length."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import python_server, write_registry
+from gateway_session import gateway_session, text_of
+
+from toolscout.upstream import Limits
+
+pytestmark = pytest.mark.anyio
+
+
+def _registry(tmp_path: Path, **entry: object) -> Path:
+    return write_registry(tmp_path / "servers.json", {"hostile": python_server("hostile_server.py", **entry)})
+
+
+async def test_arguments_over_the_size_limit_are_refused_before_reaching_the_upstream(tmp_path: Path) -> None:
+    with anyio.fail_after(30):
+        async with gateway_session(_registry(tmp_path), limits=Limits(max_argument_bytes=1000)) as (_, client):
+            big = await client.call_tool("execute_tool", {"name": "hostile__echo", "arguments": {"text": "a" * 2000}})
+            as_string = await client.call_tool("execute_tool", {"name": "hostile__echo", "arguments": "x" * 5000})
+            small = await client.call_tool("execute_tool", {"name": "hostile__echo", "arguments": {"text": "a" * 900}})
+    assert big.is_error and as_string.is_error
+    assert "over the limit of 1,000 bytes (max_argument_bytes)" in text_of(big)
+    assert "max_argument_bytes" in text_of(as_string)
+    assert not small.is_error and text_of(small) == "a" * 900
+
+
+async def test_an_oversized_result_is_cut_to_the_limit_with_a_note_not_dropped(tmp_path: Path) -> None:
+    limit = 64 * 1024
+    with anyio.fail_after(30):
+        async with gateway_session(_registry(tmp_path), limits=Limits(max_result_bytes=limit)) as (_, client):
+            result = await client.call_tool("execute_tool", {"name": "hostile__big_text", "arguments": {"kib": 200}})
+            fits = await client.call_tool("execute_tool", {"name": "hostile__big_text", "arguments": {"kib": 10}})
+    assert not result.is_error
+    kept, note = result.content[0].text, result.content[-1].text
+    assert len(kept) <= limit and kept == ("0123456789abcdef" * 64 * 200)[: len(kept)]
+    assert "over the 64 KiB limit (max_result_bytes)" in note and "upstream 'hostile'" in note
+    assert result.structured_content is None  # the 200 KiB structured copy did not fit either
+    assert len(fits.content) == 1 and len(fits.content[0].text) == 10 * 1024
+
+
+async def test_calls_beyond_the_concurrency_limit_of_an_upstream_wait_their_turn(tmp_path: Path) -> None:
+    peaks: list[int] = []
+
+    async def hold(client: object) -> None:
+        result = await client.call_tool("execute_tool", {"name": "hostile__hold", "arguments": {"seconds": 0.3}})
+        peaks.append(int(text_of(result)))
+
+    with anyio.fail_after(30):
+        async with gateway_session(_registry(tmp_path), limits=Limits(max_concurrent_calls=2)) as (_, client):
+            async with anyio.create_task_group() as tg:
+                for _ in range(6):
+                    tg.start_soon(hold, client)
+    assert len(peaks) == 6 and max(peaks) == 2
+
+
+async def test_a_call_that_waits_too_long_for_a_free_slot_fails_saying_so(tmp_path: Path) -> None:
+    running = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        running.set()
+
+    with anyio.fail_after(30):
+        async with gateway_session(_registry(tmp_path, timeout=2), limits=Limits(max_concurrent_calls=1)) as (_, client):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(lambda: client.call_tool(
+                    "execute_tool", {"name": "hostile__hang_after_progress", "arguments": {}}, progress_callback=on_progress
+                ))
+                await running.wait()
+                queued = await client.call_tool("execute_tool", {"name": "hostile__echo", "arguments": {"text": "hi"}})
+    assert queued.is_error
+    assert "upstream 'hostile': 'echo' waited 2 s for one of the 1 call slots" in text_of(queued)
+
+
+async def test_an_endless_stdout_line_ends_the_session_with_the_reason_instead_of_filling_memory(tmp_path: Path) -> None:
+    with anyio.fail_after(60):
+        async with gateway_session(
+            _registry(tmp_path, timeout=300), limits=Limits(max_line_bytes=1024 * 1024), max_restarts=0
+        ) as (_, client):
+            result = await client.call_tool("execute_tool", {"name": "hostile__endless_line", "arguments": {}})
+    assert result.is_error
+    assert "upstream 'hostile': closed the connection during 'endless_line'" in text_of(result)
+    assert "wrote a line over 1 MiB on stdout (max_line_bytes)" in text_of(result)
+
+
+async def test_a_flood_of_non_protocol_lines_on_stdout_ends_the_session_with_the_reason(tmp_path: Path) -> None:
+    with anyio.fail_after(60):
+        async with gateway_session(_registry(tmp_path, timeout=300), max_restarts=0) as (_, client):
+            result = await client.call_tool("execute_tool", {"name": "hostile__junk_lines", "arguments": {}})
+    assert result.is_error
+    assert "lines in a row that are not JSON-RPC on stdout" in text_of(result)

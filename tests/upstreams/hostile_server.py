@@ -1,0 +1,110 @@
+"""A server that misbehaves on request (run as a stdio subprocess by the gateway tests).
+
+Each tool is one way a real server written by someone else can go wrong: answer with too much,
+answer with something that is not a valid result, write without end on the protocol channel,
+send notifications in a storm, crash in the middle of a call, or never answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("hostile", instructions="Test server whose tools misbehave on purpose.")
+_in_flight = 0
+_peak = 0
+# The protocol channel itself: the SDK points fd 1 at stderr while it serves, to protect the
+# channel from stray prints; a server that misbehaves in its own way gets past that.
+_WIRE = os.dup(1)
+
+
+def _write_raw(data: bytes) -> None:
+    """Write straight to the protocol channel, bypassing the SDK's framing."""
+    while data:
+        data = data[os.write(_WIRE, data):]
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the given text unchanged."""
+    return text
+
+
+@server.tool()
+def big_text(kib: int) -> str:
+    """Return `kib` KiB of text."""
+    return ("0123456789abcdef" * 64) * kib
+
+
+@server.tool()
+async def malformed_result(ctx: Context) -> str:
+    """Answer this call with a result whose content is not a list of content blocks."""
+    _write_raw(json.dumps({"jsonrpc": "2.0", "id": ctx.request_id, "result": {"content": "not a list"}}).encode() + b"\n")
+    await anyio.sleep_forever()
+    return "unreachable"
+
+
+@server.tool()
+def endless_line() -> str:
+    """Write one line on stdout that never ends."""
+    chunk = b"x" * 65536
+    _write_raw(b'{"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "')
+    while True:
+        _write_raw(chunk)
+
+
+@server.tool()
+def junk_lines() -> str:
+    """Write lines that are not JSON-RPC on stdout, without end."""
+    while True:
+        _write_raw(b"debug: still working on it\n" * 100)
+
+
+@server.tool()
+async def notification_storm(count: int, ctx: Context) -> str:
+    """Send `count` tools/list_changed and `count` log notifications, then answer."""
+    for i in range(count):
+        await ctx.session.send_tool_list_changed()
+        await ctx.info(f"log line {i}")
+    return f"sent {count} of each"
+
+
+@server.tool()
+def crash() -> str:
+    """Exit the server process in the middle of this call."""
+    os._exit(3)
+
+
+@server.tool()
+async def hang() -> str:
+    """Never answer (until cancelled)."""
+    await anyio.sleep_forever()
+    return "unreachable"
+
+
+@server.tool()
+async def hang_after_progress(ctx: Context) -> str:
+    """Report progress once (so the caller knows this call is running), then never answer."""
+    await ctx.report_progress(1, None, "started")
+    await anyio.sleep_forever()
+    return "unreachable"
+
+
+@server.tool()
+async def hold(seconds: float) -> int:
+    """Stay in flight for `seconds`; return the most calls this server has had in flight at once."""
+    global _in_flight, _peak
+    _in_flight += 1
+    _peak = max(_peak, _in_flight)
+    try:
+        await anyio.sleep(seconds)
+    finally:
+        _in_flight -= 1
+    return _peak
+
+
+if __name__ == "__main__":
+    server.run()
