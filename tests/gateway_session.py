@@ -16,7 +16,7 @@ from toolscout.config import load_registries
 from toolscout.gateway import Gateway
 from toolscout.search import ToolSearch
 from toolscout.server import build_server
-from toolscout.upstream import Catalog, State
+from toolscout.upstream import Catalog
 
 
 @asynccontextmanager
@@ -28,15 +28,18 @@ async def gateway_session(registry: Path, **options: Any) -> AsyncIterator[tuple
             yield gateway, client
 
 
-async def wait_until_up(gateway: Gateway, server: str) -> None:
-    """Wait (the caller bounds it) until `server` is up and its tools are in the catalog."""
+async def wait_until_serving(gateway: Gateway, client: Client, tool_id: str, arguments: dict[str, Any]) -> None:
+    """Wait (the caller bounds it) until a call of `tool_id` succeeds, e.g. after a restart.
+
+    Between attempts it waits for the next catalog change (an upstream going down or coming up).
+    """
     changed = anyio.Event()
 
     async def on_change(catalog: Catalog) -> None:
         changed.set()
 
     gateway.add_listener(on_change)
-    while not any(t.server == server for t in gateway.catalog.tools) or gateway.pool.upstreams[server].state is not State.UP:
+    while (await client.call_tool("execute_tool", {"name": tool_id, "arguments": arguments})).is_error:
         await changed.wait()
         changed = anyio.Event()
 
