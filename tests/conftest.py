@@ -43,14 +43,24 @@ def write_registry(path: Path, servers: dict[str, dict[str, Any]]) -> Path:
     return path
 
 
-@pytest.fixture(scope="session", autouse=True)
-def private_state(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """Pins, learned examples and generated phrases go to a temporary folder, never the user's."""
-    state = tmp_path_factory.mktemp("toolscout-state")
+def _private_state(state: Path) -> Any:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TOOLSCOUT_PINS", str(state / "pins.json"))
         patch.setenv("TOOLSCOUT_DATA_DIR", str(state / "data"))
         yield state
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_state(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Pins, learned examples and generated phrases go to a temporary folder, never the user's."""
+    yield from _private_state(tmp_path_factory.mktemp("toolscout-state"))
+
+
+@pytest.fixture(autouse=True)
+def private_test_state(private_state: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Each test its own: tests reuse server names with other tool definitions, which pinning would
+    (rightly) quarantine."""
+    yield from _private_state(tmp_path_factory.mktemp("toolscout-test-state"))
 
 
 @pytest.fixture(scope="session")
