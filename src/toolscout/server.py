@@ -21,6 +21,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
 
 from toolscout import __version__, describe
+from toolscout.catalog import MAX_ID_LENGTH
 from toolscout.errors import ToolCallError, UpstreamError
 from toolscout.gateway import Gateway
 from toolscout.packing import pack
@@ -38,6 +39,8 @@ MAX_LIMIT = 50
 # A search query describes a task in a sentence or two; thousands of characters are a mistake
 # (a document pasted in) and would only slow every retrieval signal down.
 MAX_QUERY_CHARS = 2000
+# Longer than any id (MAX_ID_LENGTH) with room for a prefix an agent may have added.
+_MAX_NAME_CHARS = 4 * MAX_ID_LENGTH
 # Clients we announce catalog changes to; old HTTP sessions fall off the end.
 _MAX_TRACKED_SESSIONS = 256
 # Beyond this many servers, listing their names in the schema costs more tokens than it helps.
@@ -213,7 +216,7 @@ class MetaTools:
         if limit is None:
             limit = DEFAULT_LIMIT
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-            raise ToolCallError(f"'limit' must be an integer from 1 to {MAX_LIMIT}; got {json.dumps(limit)}.")
+            raise ToolCallError(f"'limit' must be an integer from 1 to {MAX_LIMIT}; got {_shown(limit)}.")
         servers = arguments.get("servers")
         if isinstance(servers, str):
             servers = [servers]
@@ -224,12 +227,12 @@ class MetaTools:
             unknown = [s for s in servers if s not in known]
             if unknown:
                 raise ToolCallError(
-                    f"Unknown server name(s): {', '.join(unknown)}. Known servers: {', '.join(known) or 'none'}."
+                    f"Unknown server name(s): {', '.join(map(_shown, unknown[:5]))}. Known servers: {', '.join(known) or 'none'}."
                 )
             servers = servers or None
         max_tokens = arguments.get("max_tokens")
         if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
-            raise ToolCallError(f"'max_tokens' must be a positive integer; got {json.dumps(max_tokens)}.")
+            raise ToolCallError(f"'max_tokens' must be a positive integer; got {_shown(max_tokens)}.")
         return query.strip(), limit, servers, max_tokens
 
     def _down(self, servers: list[str] | None) -> list[str]:
@@ -242,13 +245,20 @@ class MetaTools:
         name = arguments.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ToolCallError("'name' must be the id of a tool, as returned by search_tools.")
+        name = name.strip()
+        if len(name) > _MAX_NAME_CHARS:
+            # Ids are at most 64 characters; a long one is a mistake, and fuzzy matching it is costly.
+            raise ToolCallError(
+                f"'name' is {len(name):,} characters, but tool ids are at most {MAX_ID_LENGTH}; "
+                "pass an id exactly as search_tools returned it."
+            )
         catalog = self.gateway.catalog
-        tool = catalog.by_id.get(name.strip())
-        if name.strip() in catalog.withheld:
-            raise ToolCallError(f"Tool '{name.strip()}' is withheld: {catalog.withheld[name.strip()]}")
+        tool = catalog.by_id.get(name)
+        if name in catalog.withheld:
+            raise ToolCallError(f"Tool '{name}' is withheld: {catalog.withheld[name]}")
         if tool is None:
-            self._raise_if_server_down(name.strip())
-            raise unknown_tool(name.strip(), catalog.by_id)
+            self._raise_if_server_down(name)
+            raise unknown_tool(name, catalog.by_id)
         raw = arguments.get("arguments")
         extra = {key: value for key, value in arguments.items() if key not in ("name", "arguments")}
         if raw is None and extra:
@@ -281,6 +291,15 @@ class MetaTools:
                 await session.send_tool_list_changed()
             except Exception:  # noqa: BLE001 - a client that went away is simply forgotten
                 self._sessions.remove(session)
+
+
+def _shown(value: Any) -> str:
+    """A value as JSON for an error message, shortened: agents sometimes send huge ones."""
+    try:
+        text = json.dumps(value, default=str)
+    except (ValueError, RecursionError):
+        text = type(value).__name__
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def search_entry(hit: SearchHit) -> dict[str, Any]:

@@ -62,6 +62,10 @@ def parse_arguments(value: Any) -> dict[str, Any]:
                 f"'arguments' is a string but not valid JSON ({exc.msg} at character {exc.pos}); "
                 "pass a JSON object such as {\"city\": \"Paris\"}"
             ) from exc
+        except RecursionError:
+            raise InvalidArgumentsError(
+                "'arguments' is a JSON string nested too deeply to read; pass a JSON object such as {\"city\": \"Paris\"}"
+            ) from None
     if not isinstance(value, dict):
         raise InvalidArgumentsError(
             f"'arguments' must be a JSON object mapping parameter names to values, not {_json_type(value)}"
