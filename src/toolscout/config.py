@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import ssl
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ __all__ = [
     "load_registries",
     "redact",
     "resolve_command",
+    "system_ca_bundle",
     "upstream_environment",
 ]
 
@@ -303,7 +305,7 @@ INHERITED_VARIABLES = frozenset({
     "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_CERT", "PIP_CLIENT_CERT",
     "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_DEFAULT_TIMEOUT",
     "UV_INDEX", "UV_DEFAULT_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_FIND_LINKS",
-    "UV_NATIVE_TLS", "UV_INSECURE_HOST", "UV_HTTP_TIMEOUT", "UV_CACHE_DIR", "UV_TOOL_DIR",
+    "UV_NATIVE_TLS", "UV_SYSTEM_CERTS", "UV_INSECURE_HOST", "UV_HTTP_TIMEOUT", "UV_CACHE_DIR", "UV_TOOL_DIR",
     "UV_PYTHON", "UV_PYTHON_INSTALL_DIR", "UV_PYTHON_DOWNLOADS", "UV_OFFLINE",
     "NPM_CONFIG_REGISTRY", "NPM_CONFIG_CAFILE", "NPM_CONFIG_CACHE", "NPM_CONFIG_STRICT_SSL",
     "npm_config_registry", "npm_config_cafile", "npm_config_cache", "npm_config_strict_ssl",
@@ -315,8 +317,42 @@ INHERITED_VARIABLES = frozenset({
 INHERITED_PREFIXES = ("LC_", "XDG_")
 
 
+# Hosts (Claude Desktop, the SDK's stdio client) start toolscout with a minimal environment, so the
+# variables naming a TLS-inspecting network's CA bundle are often missing. The operating system's
+# trust store has that CA, though, so package runners are pointed at it unless told otherwise:
+# uv >= 0.13 reads UV_SYSTEM_CERTS, earlier uv UV_NATIVE_TLS (newer uv warns when only that is set);
+# Node.js adds NODE_EXTRA_CA_CERTS to its own roots. (Node 20 rejects --use-system-ca, and
+# --use-openssl-ca would replace Node's roots with a store that official builds may not find, so
+# NODE_OPTIONS is left alone.)
+_UV_SYSTEM_CERTS = ("UV_SYSTEM_CERTS", "UV_NATIVE_TLS")
+_SYSTEM_CA_BUNDLES = (
+    "/etc/ssl/certs/ca-certificates.crt",  # Debian, Ubuntu, Alpine, Arch
+    "/etc/pki/tls/certs/ca-bundle.crt",  # Fedora, RHEL
+    "/etc/ssl/ca-bundle.pem",  # openSUSE
+    "/etc/ssl/cert.pem",  # macOS, BSDs
+)
+
+
+def system_ca_bundle() -> str | None:
+    """A file with the system's trusted CA certificates (SSL_CERT_FILE, else a well-known place)."""
+    candidates = [os.environ.get("SSL_CERT_FILE"), ssl.get_default_verify_paths().cafile, *_SYSTEM_CA_BUNDLES]
+    return next((path for path in candidates if path and os.path.isfile(path)), None)
+
+
+def _trust_defaults(env: Mapping[str, str]) -> dict[str, str]:
+    """What makes package runners trust the system's certificates, where nothing says otherwise."""
+    defaults = {}
+    if not any(name in env for name in _UV_SYSTEM_CERTS):
+        defaults = dict.fromkeys(_UV_SYSTEM_CERTS, "1")
+    bundle = system_ca_bundle()
+    if "NODE_EXTRA_CA_CERTS" not in env and bundle:
+        defaults["NODE_EXTRA_CA_CERTS"] = bundle
+    return defaults
+
+
 def upstream_environment(spec: ServerSpec) -> dict[str, str]:
-    """The complete environment of a stdio upstream: the allowlist above plus the entry's env."""
+    """The complete environment of a stdio upstream: the allowlist above, system-certificate
+    defaults for uv and Node.js, then the entry's env."""
     windows = sys.platform == "win32"
     allowed = {n.upper() for n in INHERITED_VARIABLES} if windows else INHERITED_VARIABLES
     env = {
@@ -333,6 +369,7 @@ def upstream_environment(spec: ServerSpec) -> dict[str, str]:
     if own_bin and own_bin not in parts:
         parts.append(own_bin)
     env[path_key] = os.pathsep.join(parts)
+    env.update(_trust_defaults({**env, **spec.env}))
     env.update(spec.env)
     return env
 
