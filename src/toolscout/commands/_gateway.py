@@ -10,10 +10,11 @@ validates their files before anything connects, so a mistake is a clear error at
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from toolscout.upstream import DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT
 
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from toolscout.learning_hooks import LearningSources
     from toolscout.security.screens import PinScreen
     from toolscout.settings import SearchSettings
+
+logger = logging.getLogger(__name__)
+_Store = TypeVar("_Store")
 
 
 def add_registry_options(parser: argparse.ArgumentParser) -> None:
@@ -118,8 +122,8 @@ def _learning_sources(args: argparse.Namespace, *, record: bool, expand: bool) -
     from toolscout.learning_hooks import LearningSources
 
     overlays = [*discover_overlays(args.registry or [default_registry_path()]), *args.overlay]
-    usage = UsageStore() if record or default_usage_path().exists() else None
-    cache = ExpansionCache() if expand or default_expansions_path().exists() else None
+    usage = _open_store(UsageStore, "learning from use") if record or default_usage_path().exists() else None
+    cache = _open_store(ExpansionCache, "generated phrases") if expand or default_expansions_path().exists() else None
     try:
         return LearningSources.load(overlays, args.examples, usage=usage, cache=cache)
     except BaseException:
@@ -127,6 +131,17 @@ def _learning_sources(args: argparse.Namespace, *, record: bool, expand: bool) -
             if store is not None:
                 store.close()
         raise
+
+
+def _open_store(kind: type[_Store], what: str) -> _Store | None:
+    """A learning store at its default place, or None (logged): learning never stops the gateway."""
+    from toolscout.errors import ConfigError
+
+    try:
+        return kind()
+    except ConfigError as exc:
+        logger.warning("%s is off: %s", what, exc)
+        return None
 
 
 def search_settings(args: argparse.Namespace) -> SearchSettings:
