@@ -150,3 +150,14 @@ async def test_serve_with_strict_pins_withholds_new_tools_until_approved(tmp_pat
     assert refused.is_error and "awaits approval" in refused.content[0].text
     assert pending == [("office", "send_report", "new")]
     assert code == 0 and PinStore(pins, strict=True).pending() == []
+
+
+def test_serve_refuses_to_start_on_a_pin_file_it_cannot_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    entry, _ = scripted(tmp_path, "office", [SEND])
+    registry = write_registry(tmp_path / "r.json", {"office": entry})
+    pins = tmp_path / "pins.json"
+    pins.write_text("{not json")
+    code = main(["serve", "--registry", str(registry), "--model", "none", "--pins", str(pins)])
+    error = capsys.readouterr().err
+    assert code == 2
+    assert f"pin state file {pins} is not valid JSON" in error and "move it away" in error
