@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from toolscout.upstream import DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT
+from toolscout.upstream import DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT, Limits
+from toolscout.upstream.limits import human_size
 
 if TYPE_CHECKING:
     # The engine and the SDK are imported when a command runs, not when the parser is built.
@@ -42,6 +43,42 @@ def add_registry_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--call-timeout", type=float, default=DEFAULT_CALL_TIMEOUT, metavar="SECONDS",
         help=f"default per-call timeout; a registry entry's \"timeout\" overrides it (default {DEFAULT_CALL_TIMEOUT:g})",
+    )
+    defaults = Limits()
+    for flag, default, what in (
+        ("--max-argument-bytes", defaults.max_argument_bytes, "largest arguments of one call, as JSON"),
+        ("--max-result-bytes", defaults.max_result_bytes, "largest result passed to the agent; more is cut with a note"),
+        ("--max-line-bytes", defaults.max_line_bytes, "longest message line a stdio upstream may write"),
+    ):
+        parser.add_argument(
+            flag, type=byte_size, default=default, metavar="SIZE",
+            help=f"{what} (default {human_size(default)}; e.g. 512K, 4M)",
+        )
+    parser.add_argument(
+        "--max-concurrent-calls", type=int, default=defaults.max_concurrent_calls, metavar="N",
+        help=f"calls in flight per upstream; more wait their turn within the call timeout (default {defaults.max_concurrent_calls})",
+    )
+
+
+def byte_size(text: str) -> int:
+    """'4096', '512K', '4M', '1MiB' -> bytes (argparse type)."""
+    value = text.strip().upper().removesuffix("IB").removesuffix("B")
+    scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(value[-1:], 1)
+    try:
+        size = int(float(value[:-1] if scale > 1 else value) * scale)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size; write e.g. 65536, 512K or 4M") from None
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' must be at least 1 byte")
+    return size
+
+
+def limits_from(args: argparse.Namespace) -> Limits:
+    return Limits(
+        max_argument_bytes=args.max_argument_bytes,
+        max_result_bytes=args.max_result_bytes,
+        max_concurrent_calls=args.max_concurrent_calls,
+        max_line_bytes=args.max_line_bytes,
     )
 
 
@@ -179,6 +216,7 @@ def open_gateway(
         screens=hooks.screens,
         summary_screen=hooks.summary_screen,
         enrich=hooks.sources,
+        limits=limits_from(args),
     )
 
 

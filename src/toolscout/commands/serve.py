@@ -9,7 +9,6 @@ import argparse
 import logging
 import os
 import signal
-import socket
 from typing import Any
 
 import anyio
@@ -26,6 +25,7 @@ from toolscout.commands._gateway import (
     open_gateway,
 )
 from toolscout.errors import ConfigError
+from toolscout.http_app import AUTH_TOKEN_VARIABLE, serve_http
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +51,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765; 0 picks a free one)")
+    parser.add_argument(
+        "--auth-token", default=os.environ.get(AUTH_TOKEN_VARIABLE) or None, metavar="TOKEN",
+        help=f"HTTP: require 'Authorization: Bearer TOKEN' on every request (default: ${AUTH_TOKEN_VARIABLE}, else none)",
+    )
+    parser.add_argument(
+        "--allowed-host", action="append", default=[], metavar="HOST[:PORT]",
+        help="HTTP: also accept this Host header (loopback names always are); repeat for more",
+    )
+    parser.add_argument(
+        "--allowed-origin", action="append", default=[], metavar="ORIGIN",
+        help="HTTP: also accept requests from this browser Origin, e.g. https://app.example.com; repeat for more",
+    )
     parser.add_argument(
         "--ready-wait", type=float, default=DEFAULT_READY_WAIT, metavar="SECONDS",
         help=f"wait this long for upstreams before serving (default {DEFAULT_READY_WAIT:g})",
@@ -105,7 +117,10 @@ async def _run_server(args: argparse.Namespace, gateway: Any, server: Any) -> No
                 await server.run(read, write, server.create_initialization_options())
             tg.cancel_scope.cancel()
     else:
-        await _serve_http(server, args.host, args.port)
+        await serve_http(
+            server, host=args.host, port=args.port, auth_token=args.auth_token,
+            allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin,
+        )
 
 
 async def _stop_on_signal(gateway: Any) -> None:
@@ -121,20 +136,3 @@ async def _stop_on_signal(gateway: Any) -> None:
             await gateway.pool.stop()
             logging.shutdown()
             os._exit(128 + received)
-
-
-async def _serve_http(server: Any, host: str, port: int) -> None:
-    import uvicorn
-
-    # Bound here rather than by uvicorn so that port 0 works and the real address can be logged.
-    try:
-        sock = socket.create_server((host, port))
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    bound_host, bound_port = sock.getsockname()[:2]
-    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-    logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp", shown, bound_port)
-    # DNS-rebinding protection (Host/Origin checks) is on when bound to a loopback address.
-    app = server.streamable_http_app(host=host)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve(sockets=[sock])
