@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 from pathlib import Path
 
 import pytest
 from conftest import failing_server, python_server, write_registry
 
-from toolscout.cli import main
+from toolscout.cli import build_parser, main
+from toolscout.commands._gateway import load_specs
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +65,26 @@ def test_a_secret_an_upstream_prints_at_start_up_never_reaches_the_output(
     (row,) = json.loads(captured.out)
     assert "bad token ***" in row["reason"]
     assert "tok-8f3a91c2d7e4" not in captured.out + captured.err
+
+
+def test_a_registry_secret_is_hidden_from_every_log_line_even_those_of_other_libraries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLSCOUT_TEST_KEY", "key-93be0c41aa")
+    remote = {"url": "https://api.example.com/mcp?key=${TOOLSCOUT_TEST_KEY}", "headers": {"X-Key": "${TOOLSCOUT_TEST_KEY}"}}
+    registry = write_registry(tmp_path / "servers.json", {"remote": remote})
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logging.getLogger().addHandler(handler)
+    try:
+        load_specs(build_parser().parse_args(["tools", "--registry", str(registry)]))
+        logging.getLogger("httpx").warning("HTTP Request: POST %s", "https://api.example.com/mcp?key=key-93be0c41aa")
+        try:
+            raise ValueError("bad header X-Key: key-93be0c41aa")
+        except ValueError:
+            logging.getLogger("mcp.client").exception("request failed")
+    finally:
+        logging.getLogger().removeHandler(handler)
+    written = stream.getvalue()
+    assert "mcp?key=***" in written and "X-Key: ***" in written
+    assert "key-93be0c41aa" not in written

@@ -190,8 +190,11 @@ def search_settings(args: argparse.Namespace) -> SearchSettings:
 def load_specs(args: argparse.Namespace) -> list[ServerSpec]:
     """The registries named on the command line, or the bundled default; ConfigError if unusable."""
     from toolscout.config import default_registry_path, load_registries
+    from toolscout.log_redaction import redact_logs
 
-    return load_registries(args.registry or [default_registry_path()])
+    specs = load_registries(args.registry or [default_registry_path()])
+    redact_logs(secret for spec in specs for secret in spec.secrets)
+    return specs
 
 
 def open_gateway(

@@ -250,7 +250,7 @@ class Upstream:
                 with anyio.fail_after(self.call_timeout):
                     tools = await self._list_tools(client)
             except Exception as exc:  # noqa: BLE001 - keep serving the previous list
-                logger.warning("upstream '%s': re-listing tools failed: %s", self.name, describe_failure(exc))
+                logger.warning("upstream '%s': re-listing tools failed: %s", self.name, self._redact(describe_failure(exc)))
                 continue
             if tools == self.tools:
                 continue  # a storm of list_changed with nothing changed costs no re-index
