@@ -185,7 +185,8 @@ class SamplingExpansion:
         return result
 
     async def on_catalog(self, catalog: Catalog) -> None:
-        if self._session is not None and self.cache.missing(catalog.tools):
+        # A run over an unchanged catalog asks nothing: the cache already has every tool.
+        if self._session is not None:
             self._wanted.set()
 
     async def run(self) -> None:
