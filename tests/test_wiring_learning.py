@@ -218,3 +218,29 @@ async def test_over_http_usage_is_linked_within_a_client_session(tmp_path: Path)
                     process.kill()
     with UsageStore(tmp_path / "data" / "usage.sqlite3") as store:
         assert [(entry.query, entry.tool_id) for entry in store.entries()] == [("book a hotel for my journey", "office__plan_trip")]
+
+
+class IntentSearch(ToolSearch):
+    """An engine with an intent signal's entry point: `index(tools, examples=...)`."""
+
+    def index(self, tools: Any, *, examples: Any = ()) -> None:
+        self.examples = list(examples)
+        super().index(tools)
+
+
+async def test_an_engine_that_learns_from_examples_gets_the_files_and_the_learned_ones_at_each_build(tmp_path: Path) -> None:
+    from toolscout.learning import Example
+
+    registry = office_registry(tmp_path)
+    examples = tmp_path / "examples.jsonl"
+    examples.write_text(json.dumps({"query": EXAMPLE_QUERY, "tools": ["office__read_note"]}) + "\n")
+    store = UsageStore(tmp_path / "usage.sqlite3")
+    store.record("book a hotel for my journey", "office__plan_trip", "office")
+    engine = IntentSearch(fast_search_settings())
+    gateway = Gateway(load_registries([registry]), engine, enrich=LearningSources.load([], [examples], usage=store))
+    with anyio.fail_after(30):
+        async with gateway:
+            await gateway.ready(20)
+    store.close()
+    assert engine.examples == [Example(EXAMPLE_QUERY, ("office__read_note",)),
+                               Example("book a hotel for my journey", ("office__plan_trip",))]
