@@ -179,9 +179,12 @@ class SamplingExpansion:
 
     async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         result = await call_next(ctx)
-        if ctx.method == "notifications/initialized" and session_supports_sampling(ctx.session):
-            self._session = ctx.session
-            self._wanted.set()
+        if ctx.method == "notifications/initialized":
+            if session_supports_sampling(ctx.session):
+                self._session = ctx.session
+                self._wanted.set()
+            else:
+                logger.info("the client did not declare sampling: --expand asks its model nothing")
         return result
 
     async def on_catalog(self, catalog: Catalog) -> None:
