@@ -55,7 +55,7 @@ logger = logging.getLogger(__name__)
 # clients apart. Requests without one (the sessionless 2026-07-28 protocol) are not linked.
 LOCAL_SESSION = "local"
 _SESSION_HEADER = "mcp-session-id"
-# Executions waiting to be written; beyond this (a flood of calls) the oldest evidence is dropped.
+# Executions waiting to be written; beyond this (a flood of calls) new evidence is dropped.
 _PENDING_RECORDS = 1024
 _DRAIN_TIMEOUT = 5.0
 
