@@ -103,12 +103,29 @@ def _validator(schema_json: str) -> jsonschema.protocols.Validator | None:
     return cls(schema)
 
 
+# tool id -> (the schema object it was built for, its validator). Records are immutable and a
+# catalog reuses them across calls, so an identity check skips serializing the schema per call.
+_by_tool: dict[str, tuple[Any, jsonschema.protocols.Validator | None]] = {}
+_MAX_CACHED_TOOLS = 4096
+
+
+def _validator_of(tool: ToolRecord) -> jsonschema.protocols.Validator | None:
+    cached = _by_tool.get(tool.id)
+    if cached is not None and cached[0] is tool.input_schema:
+        return cached[1]
+    validator = _validator(json.dumps(dict(tool.input_schema), sort_keys=True, default=str))
+    if len(_by_tool) >= _MAX_CACHED_TOOLS:
+        _by_tool.clear()
+    _by_tool[tool.id] = (tool.input_schema, validator)
+    return validator
+
+
 def validate_arguments(tool: ToolRecord, arguments: Mapping[str, Any]) -> None:
     """Raise InvalidArgumentsError naming each wrong field, why, and its schema fragment."""
-    schema = dict(tool.input_schema or {})
+    schema = tool.input_schema or {}
     if not schema:
         return
-    validator = _validator(json.dumps(schema, sort_keys=True, default=str))
+    validator = _validator_of(tool)
     if validator is None:
         return
     try:
