@@ -44,7 +44,9 @@ class DenseRetriever:
     def scores(self, query: Query) -> np.ndarray:
         if query.embedding is None or self.size == 0:
             return np.full(self.size, NOT_RETRIEVED, dtype=np.float32)
-        return self.matrix @ query.embedding
+        # einsum, not `@`: a matrix-vector product through some OpenBLAS builds takes ~8 ms for a
+        # few thousand rows where numpy's own loop takes ~0.2 ms.
+        return np.einsum("ij,j->i", self.matrix, query.embedding.astype(np.float32, copy=False))
 
 
 def load_encoder(location: ModelLocation, *, backend: str, work_dir: Path) -> Encoder:

@@ -1,7 +1,12 @@
-"""TF-IDF cosine (scikit-learn) over one document per tool, with the shared tokenizer's tokens."""
+"""TF-IDF cosine (scikit-learn fits it) over one document per tool, with the shared tokenizer.
+
+Queries are weighted here rather than through `TfidfVectorizer.transform`, whose input validation
+costs milliseconds per call: the query's few terms select columns of the document matrix.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,19 +22,25 @@ def _identity(tokens: Sequence[str]) -> Sequence[str]:
 class TfidfRetriever:
     def __init__(self, corpus: Sequence[Sequence[str]]) -> None:
         self.size = len(corpus)
-        # Sublinear tf: a word repeated across parameter descriptions should not dominate.
-        self._vectorizer = TfidfVectorizer(
-            analyzer=_identity, sublinear_tf=True, norm="l2", dtype=np.float32
-        )
+        self._columns: dict[str, int] = {}
+        self._idf = np.zeros(0, dtype=np.float32)
         self._matrix = None
         if any(corpus):
-            self._matrix = self._vectorizer.fit_transform([list(doc) for doc in corpus])
+            # Sublinear tf: a word repeated across parameter descriptions should not dominate.
+            vectorizer = TfidfVectorizer(
+                analyzer=_identity, sublinear_tf=True, norm="l2", dtype=np.float32
+            )
+            rows = vectorizer.fit_transform([list(doc) for doc in corpus])
+            self._matrix = rows.tocsc()  # column slices per query term
+            self._columns = {term: int(col) for term, col in vectorizer.vocabulary_.items()}
+            self._idf = vectorizer.idf_.astype(np.float32)
 
     def scores(self, query: Query) -> np.ndarray:
-        if self._matrix is None or not query.tokens:
+        counts = Counter(t for t in query.tokens if t in self._columns)
+        if self._matrix is None or not counts:
             return np.full(self.size, NOT_RETRIEVED, dtype=np.float32)
-        vector = self._vectorizer.transform([list(query.tokens)])
-        if vector.nnz == 0:
-            return np.full(self.size, NOT_RETRIEVED, dtype=np.float32)
-        cosine = np.asarray((self._matrix @ vector.T).todense(), dtype=np.float32).ravel()
+        columns = [self._columns[t] for t in counts]
+        weights = (1 + np.log(np.fromiter(counts.values(), dtype=np.float32))) * self._idf[columns]
+        weights /= np.linalg.norm(weights)
+        cosine = np.asarray(self._matrix[:, columns] @ weights, dtype=np.float32).ravel()
         return np.where(cosine > 0, cosine, NOT_RETRIEVED)
