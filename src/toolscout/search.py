@@ -130,7 +130,7 @@ class ToolSearch:
         if settings.enabled("tfidf"):
             from toolscout.index.tfidf import TfidfRetriever
 
-            merged = [sum((docs[i] for docs in token_docs.values()), []) for i in range(len(tools))]
+            merged = [[t for docs in token_docs.values() for t in docs[i]] for i in range(len(tools))]
             retrievers["tfidf"] = TfidfRetriever(merged)
         dense_texts = tuple(dense_document(t) for t in tools) if self._dense_on else ()
         snapshot = _Snapshot(

@@ -23,7 +23,9 @@ class BM25Retriever:
         corpus: Sequence[Sequence[str]],
         *,
         k1: float = 1.2,
-        b: float = 0.75,
+        # Less length normalisation than the usual 0.75: long tool descriptions usually cover more
+        # ground rather than ramble (measured on toollens_train: Full Recall@10 +0.007).
+        b: float = 0.4,
         method: str = "lucene",
     ) -> None:
         self.size = len(corpus)

@@ -50,7 +50,8 @@ def _stem(word: str) -> str:
 
 def split_identifier(text: str) -> list[str]:
     """Words of identifiers and prose: snake_case, camelCase, kebab-case, dotted and digits apart."""
-    return [part for raw in _WORD.findall(text) for part in _CAMEL.sub(" ", raw).split()]
+    # One substitution over the whole text: camel boundaries never span a non-word character.
+    return _WORD.findall(_CAMEL.sub(" ", text))
 
 
 def tokenize(text: str, *, stem: bool = False) -> list[str]:
