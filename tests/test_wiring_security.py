@@ -92,11 +92,14 @@ def test_tools_flagged_lists_poisoned_tools_with_the_reason_and_allow_flagged_ke
     registry = str(write_registry(tmp_path / "r.json", {"office": entry}))
     assert main(["tools", "--registry", registry, "--flagged"]) == 0
     flagged = capsys.readouterr().out
+    assert main(["tools", "--registry", registry, "--list"]) == 0
+    listed = capsys.readouterr().out
     assert main(["search", "send a report to the team", "--registry", registry, "--model", "none", "--json",
                  "--allow-flagged"]) == 0
     allowed = json.loads(capsys.readouterr().out)
     assert "office__send_report: " in flagged and "prompt-style block aimed at the model" in flagged
     assert "office__read_note" not in flagged
+    assert "- office__send_report (withheld: the security scan found" in listed and "- office__read_note\n" in listed
     assert allowed["tools"][0]["id"] == "office__send_report"
 
 
