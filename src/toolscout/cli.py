@@ -38,15 +38,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Libraries chatty at INFO whose detail helps only when debugging (-vv shows it).
+NOISY_LOGGERS = ("mcp", "httpx", "httpcore", "uvicorn.access", "sentence_transformers", "bm25s")
+
+
+class _QuietLibraries(logging.Filter):
+    """Drops noisy libraries' records below WARNING.
+
+    A filter on the handler, not a logger level, because some libraries (bm25s) set their own
+    logger to DEBUG when imported, which happens lazily after logging is configured.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            return True
+        return not any(
+            record.name == name or record.name.startswith(f"{name}.") for name in NOISY_LOGGERS
+        )
+
+
 def configure_logging(verbose: int, quiet: bool) -> None:
     level = logging.ERROR if quiet else logging.DEBUG if verbose > 1 else logging.INFO
-    logging.basicConfig(
-        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(level)
     if verbose < 2:
-        # The SDK and HTTP stack are chatty at INFO; their detail helps only when debugging.
-        for noisy in ("mcp", "httpx", "httpcore", "uvicorn.access", "sentence_transformers", "bm25s"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+        handler.addFilter(_QuietLibraries())
+    logging.basicConfig(level=level, handlers=[handler])
 
 
 def main(argv: list[str] | None = None) -> int:
