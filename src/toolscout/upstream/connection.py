@@ -66,6 +66,12 @@ class Upstream:
         self._slots = anyio.Semaphore(limits.max_concurrent_calls)
         # Why the transport ended the current session, when it knows better than "closed".
         self._fault: str | None = None
+        # The current session's end signal, and an event set whenever `_client` changes (so a call
+        # can wait for a new session after asking for one).
+        self._ended: anyio.Event | None = None
+        self._client_changed = anyio.Event()
+        # Set when the session ended because the upstream lost it: the supervisor reconnects at once.
+        self.reconnect_now = False
         self._on_change = on_change
         self.state = State.STARTING
         self.reason: str | None = None
@@ -110,6 +116,7 @@ class Upstream:
             self._mark_down(self.spec.error)
             return False
         self.state, self.reason, self._was_up, self._fault = State.STARTING, None, False, None
+        self.reconnect_now = False
         tail = StderrTail(self.name, redact=self._redact) if self.spec.transport == "stdio" else None
         async with anyio.create_task_group() as tg:
             if tail is not None:
@@ -170,8 +177,13 @@ class Upstream:
         if not connected.is_set():
             session_scope.cancel()
 
+    def _set_client(self, client: Client | None, ended: anyio.Event | None) -> None:
+        self._client, self._ended = client, ended
+        changed, self._client_changed = self._client_changed, anyio.Event()
+        changed.set()
+
     async def _serve(self, client: Client, ended: anyio.Event) -> None:
-        self._client = client
+        self._set_client(client, ended)
         self.state, self._was_up = State.UP, True
         self.settled.set()
         logger.info("upstream '%s' connected: %d tools", self.name, len(self.tools))
@@ -182,7 +194,7 @@ class Upstream:
                 await ended.wait()
                 tg.cancel_scope.cancel()
         finally:
-            self._client = None
+            self._set_client(None, None)
 
     @asynccontextmanager
     async def _transport(self, tail: StderrTail | None, ended: anyio.Event) -> AsyncIterator[Any]:
@@ -279,20 +291,26 @@ class Upstream:
                     await progress(value, total, message)
 
             async with self._slots:
-                client = self._client
-                if client is None:
-                    raise UpstreamError(self.name, f"went down before '{tool}' could be sent ({self.reason})")
-                sent = True
-                try:
-                    # Cancelling the call (our deadline, or the agent's cancellation) makes the SDK
-                    # send the upstream notifications/cancelled.
-                    result = await client.call_tool(tool, dict(arguments), progress_callback=on_progress)
-                except MCPError as exc:
-                    raise self._call_error(tool, exc) from exc
-                except (RuntimeError, ValidationError) as exc:
-                    raise UpstreamError(
-                        self.name, f"returned an invalid result for '{tool}': {self._redact(str(exc))}"
-                    ) from exc
+                for attempt in (1, 2):
+                    client = self._client
+                    if client is None:
+                        raise UpstreamError(self.name, f"went down before '{tool}' could be sent ({self.reason})")
+                    sent = True
+                    try:
+                        # Cancelling the call (our deadline, or the agent's cancellation) makes the
+                        # SDK send the upstream notifications/cancelled.
+                        result = await client.call_tool(tool, dict(arguments), progress_callback=on_progress)
+                        break
+                    except MCPError as exc:
+                        if attempt == 1 and self._session_gone(exc):
+                            # The upstream rejected the session, so it never ran the call: safe to resend.
+                            await self._reconnect(client)
+                            continue
+                        raise self._call_error(tool, exc) from exc
+                    except (RuntimeError, ValidationError) as exc:
+                        raise UpstreamError(
+                            self.name, f"returned an invalid result for '{tool}': {self._redact(str(exc))}"
+                        ) from exc
             return self._bounded(tool, result)
         if not sent:
             cap = self.limits.max_concurrent_calls
@@ -302,6 +320,23 @@ class Upstream:
                 "(max_concurrent_calls); the calls ahead of it are still running",
             )
         raise UpstreamError(self.name, f"did not answer '{tool}' within {timeout:g} s")
+
+    def _session_gone(self, exc: MCPError) -> bool:
+        """An HTTP upstream that restarted answers our old session id with 404 (spec: start anew)."""
+        message = exc.message.lower()
+        return self.spec.transport == "http" and exc.code == types.INVALID_REQUEST and (
+            "session not found" in message or "session terminated" in message
+        )
+
+    async def _reconnect(self, old: Client) -> None:
+        """End the current session and wait (within the caller's deadline) for the next one."""
+        logger.info("upstream '%s' no longer knows our session (it restarted); reconnecting", self.name)
+        self._fault = "the upstream lost our session (it restarted); reconnecting"
+        self.reconnect_now = True
+        if self._ended is not None:
+            self._ended.set()
+        while self._client is None or self._client is old:
+            await self._client_changed.wait()
 
     def _call_error(self, tool: str, exc: MCPError) -> UpstreamError:
         if exc.code == types.CONNECTION_CLOSED:

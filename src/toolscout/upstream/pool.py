@@ -131,6 +131,8 @@ class UpstreamPool:
                         upstream.give_up(failures)
                     return
                 delay = min(RESTART_BASE_DELAY * 2 ** max(failures - 1, 0), RESTART_MAX_DELAY)
+                if upstream.reconnect_now:
+                    delay = 0.0  # a session the upstream forgot, not a crash: nothing to back off from
                 logger.info("upstream '%s': restarting in %g s", upstream.name, delay)
                 with anyio.move_on_after(delay):
                     await self._stopped.wait()

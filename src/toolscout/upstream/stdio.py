@@ -106,7 +106,7 @@ async def stdio_transport(
     # Nothing may await between the spawn and the try below, or a cancellation would leak the child.
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
-    writer_done, reader_done = anyio.Event(), anyio.Event()
+    writer_done, reader_done, exited = anyio.Event(), anyio.Event(), anyio.Event()
 
     def end_session(reason: str | None) -> None:
         if reason:
@@ -125,6 +125,10 @@ async def stdio_transport(
                 if junk >= MAX_JUNK_LINES:
                     raise StdoutFault(f"wrote {MAX_JUNK_LINES} lines in a row that are not JSON-RPC on stdout")
                 await read_writer.send(item)
+            # End of stdout usually means the process is exiting: wait a moment for how it ended,
+            # so that the calls failing now can say it.
+            with anyio.move_on_after(_LAST_WORDS):
+                await exited.wait()
             end_session(None)
         except StdoutFault as exc:
             end_session(str(exc))
@@ -147,13 +151,13 @@ async def stdio_transport(
             writer_done.set()
 
     async def watch_exit() -> None:
-        await _wait_exit(process)
+        on_fault(f"the upstream process {await _wait_exit(process)}")
+        exited.set()
         # The leader is gone. Its last words are read if stdout ends soon; a grandchild may hold
         # stdout open for ever, though, so the session ends here regardless.
         with anyio.move_on_after(_LAST_WORDS):
             await reader_done.wait()
-        code = process.returncode
-        end_session("the upstream process exited" + (f" with code {code}" if code is not None else ""))
+        end_session(None)
         await _kill_group(process)
 
     try:
@@ -193,8 +197,9 @@ async def _shutdown(process: anyio.abc.Process, write_stream: Any, writer_done: 
             await process.stdout.aclose()
 
 
-async def _wait_exit(process: anyio.abc.Process) -> None:
-    """Return once the leader has exited (not `process.wait()`, which also waits for pipe EOF)."""
+async def _wait_exit(process: anyio.abc.Process) -> str:
+    """Return once the leader has exited, saying how (not `process.wait()`, which also waits for
+    pipe EOF, and the exit status is peeked at without reaping: the event loop reaps the child)."""
     pidfd = -1
     if hasattr(os, "pidfd_open"):
         with suppress(OSError):
@@ -202,11 +207,31 @@ async def _wait_exit(process: anyio.abc.Process) -> None:
     if pidfd < 0:
         while process.returncode is None:
             await anyio.sleep(_EXIT_POLL)
-        return
+        return _exit_words(process.returncode)
     try:
         await anyio.wait_readable(pidfd)
+        try:
+            status = os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOWAIT)
+        except (ChildProcessError, OSError):
+            status = None  # already reaped by the event loop
+        if status is None:
+            # The event loop's child watcher reaped it first; its return code lands in a moment.
+            with anyio.move_on_after(1):
+                while process.returncode is None:
+                    await anyio.sleep(_EXIT_POLL / 5)
+            return _exit_words(process.returncode)
+        return _exit_words(status.si_status if status.si_code == os.CLD_EXITED else -status.si_status)
     finally:
         os.close(pidfd)
+
+
+def _exit_words(code: int | None) -> str:
+    if code is None:
+        return "exited"
+    if code < 0:
+        with suppress(ValueError):
+            return f"was killed by {signal.Signals(-code).name}"
+    return f"exited with code {code}"
 
 
 async def _kill_group(process: anyio.abc.Process) -> None:
