@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import time
+from pathlib import Path
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -94,6 +97,18 @@ async def hang_after_progress(ctx: Context) -> str:
 
 
 @server.tool()
+async def hang_until_cancelled(marker: str, ctx: Context) -> str:
+    """Report progress once, then wait; when the call is cancelled, write the file `marker`."""
+    await ctx.report_progress(1, None, "started")
+    try:
+        await anyio.sleep_forever()
+    except anyio.get_cancelled_exc_class():
+        Path(marker).write_text("cancelled")
+        raise
+    return "unreachable"
+
+
+@server.tool()
 async def hold(seconds: float) -> int:
     """Stay in flight for `seconds`; return the most calls this server has had in flight at once."""
     global _in_flight, _peak
@@ -107,4 +122,8 @@ async def hold(seconds: float) -> int:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--start-after":
+        # A slow start: nothing is served until the test creates this file.
+        while not Path(sys.argv[2]).exists():
+            time.sleep(0.05)
     server.run()
