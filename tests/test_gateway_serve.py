@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -42,7 +43,10 @@ async def _search_and_execute(client: Client) -> None:
 async def test_an_agent_searches_and_executes_through_toolscout_serve_over_stdio(registry: Path) -> None:
     command, *args = _serve_command(registry)
     with anyio.fail_after(60):
-        async with Client(StdioServerParameters(command=command, args=args), mode="legacy") as client:
+        # Like a desktop host: the SDK's minimal environment, plus the test's private state folders.
+        private = {key: os.environ[key] for key in ("TOOLSCOUT_PINS", "TOOLSCOUT_DATA_DIR")}
+        params = StdioServerParameters(command=command, args=args, env=private)
+        async with Client(params, mode="legacy") as client:
             await _search_and_execute(client)
 
 
