@@ -17,7 +17,7 @@ import mcp_types as types
 import pytest
 from conftest import python_server, write_registry
 from gateway_session import gateway_session, text_of
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 pytestmark = pytest.mark.anyio
@@ -90,7 +90,13 @@ async def test_search_tools_answers_any_arguments_with_a_result_or_a_clear_error
 
 
 @EXAMPLES
-@given(name=tool_names | hostile, arguments=hostile, extra=st.dictionaries(odd_text, hostile, max_size=2))
+@given(
+    name=tool_names | hostile,
+    # Hostile values in the real fields of weather__get_forecast (city: string, days: 1..10) too.
+    arguments=hostile | st.fixed_dictionaries({"city": hostile, "days": hostile}),
+    extra=st.dictionaries(odd_text, hostile, max_size=2),
+)
+@example(name="weather__get_forecast", arguments={"city": "Oslo", "days": "9" * 50_000}, extra={})
 async def test_execute_tool_answers_any_arguments_with_a_clear_error_and_keeps_serving(
     session: tuple[Any, Any], name: Any, arguments: Any, extra: dict[str, Any]
 ) -> None:

@@ -25,6 +25,7 @@ logger = logging.getLogger(__name__)
 
 _MAX_ERRORS = 3
 _MAX_FRAGMENT = 600
+_MAX_MESSAGE = 300
 
 
 def check_argument_size(value: Any, max_bytes: int) -> None:
@@ -157,8 +158,15 @@ def _explain(error: ValidationError) -> str:
         return f"'{field}' is required but missing{detail}"
     if error.validator == "additionalProperties":
         allowed = sorted((error.schema.get("properties") or {}) if isinstance(error.schema, dict) else {})
-        return f"{where}: {error.message}; allowed parameters: {', '.join(allowed) or 'none'}"
-    return f"'{where}': {error.message}; schema: {_fragment(error.schema)}"
+        return f"{where}: {_message(error)}; allowed parameters: {', '.join(allowed) or 'none'}"
+    return f"'{where}': {_message(error)}; schema: {_fragment(error.schema)}"
+
+
+def _message(error: ValidationError) -> str:
+    """jsonschema quotes the offending value in full; a huge one must not flood the agent's context,
+    so the middle of a long message goes (its end says what was expected)."""
+    text = error.message
+    return text if len(text) <= _MAX_MESSAGE else f"{text[:_MAX_MESSAGE // 2]} ... {text[-_MAX_MESSAGE // 4:]}"
 
 
 def _path(parts: Iterable[Any]) -> str:
