@@ -48,6 +48,8 @@ class Tally:
     errors: dict[str, int] = field(default_factory=dict)  # server -> failed calls
     wrong: int = 0
     calls: int = 0
+    # CPU time the serving process (gateway, or the upstream served over HTTP) spent per call.
+    server_cpu: float | None = None
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -60,8 +62,18 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f}"
 
 
-async def timed_calls(call: Callable[[int], Awaitable[tuple[str, bool]]], clients: int, calls: int, tally: Tally) -> float:
+def cpu_seconds(pid: int | None) -> float:
+    if pid is None:
+        return 0.0
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+async def timed_calls(
+    call: Callable[[int], Awaitable[tuple[str, bool]]], clients: int, calls: int, tally: Tally, server_pid: int | None = None
+) -> float:
     """`clients` tasks each making `calls` calls; returns the wall time. `call(i)` -> (server, ok)."""
+    cpu_before = cpu_seconds(server_pid)
 
     async def client_task(c: int) -> None:
         for k in range(calls):
@@ -79,10 +91,12 @@ async def timed_calls(call: Callable[[int], Awaitable[tuple[str, bool]]], client
     async with anyio.create_task_group() as tg:
         for c in range(clients):
             tg.start_soon(client_task, c)
+    if server_pid is not None:
+        tally.server_cpu = (cpu_seconds(server_pid) - cpu_before) / max(tally.calls, 1)
     return time.perf_counter() - started
 
 
-async def direct_phase(target: Any, clients: int, calls: int) -> tuple[Tally, Tally]:
+async def direct_phase(target: Any, clients: int, calls: int, server_pid: int | None = None) -> tuple[Tally, Tally]:
     """Sequential, then `clients` concurrent, echo calls straight to the upstream."""
     async with Client(target, mode="legacy") as client:
 
@@ -92,8 +106,8 @@ async def direct_phase(target: Any, clients: int, calls: int) -> tuple[Tally, Ta
 
         await timed_calls(call, 1, 50, Tally())  # warm-up
         sequential, concurrent = Tally(), Tally()
-        await timed_calls(call, 1, calls, sequential)
-        await timed_calls(call, clients, calls, concurrent)
+        await timed_calls(call, 1, calls, sequential, server_pid)
+        await timed_calls(call, clients, calls, concurrent, server_pid)
     return sequential, concurrent
 
 
@@ -102,7 +116,7 @@ async def direct_phases(clients: int, calls: int) -> dict[str, tuple[Tally, Tall
     async with await anyio.open_process([sys.executable, str(UPSTREAM), "--http"]) as process:
         try:
             url = await served_url(process, r"serving at (http://\S+/mcp)")
-            http = await direct_phase(url, clients, calls)
+            http = await direct_phase(url, clients, calls, process.pid)
         finally:
             process.terminate()
             await process.wait()
@@ -139,24 +153,42 @@ async def gateway_phases(args: argparse.Namespace, registry: Path) -> dict[str, 
     async with await anyio.open_process(command, env=env) as process:
         try:
             url = await served_url(process)
-            async with Client(url, mode="legacy") as client:
-                await timed_calls(gateway_call(client, Tally()), 1, 50, Tally())  # warm-up
-                sequential, concurrent = Tally(), Tally()
-                await timed_calls(gateway_call(client, sequential), 1, args.calls, sequential)
-                await timed_calls(gateway_call(client, concurrent), args.clients, args.calls, concurrent)
-            soak, kills = Tally(), []
-            sessions = [Client(url, mode="legacy") for _ in range(args.clients)]
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(killer, process.pid, args.kill_every, kills)
-                wall = await soak_clients(sessions, args.calls, soak)
-                tg.cancel_scope.cancel()
-            return {"sequential": sequential, "concurrent": concurrent, "soak": soak, "wall": wall, "kills": len(kills)}
+            log = registry.parent / "serve.log"
+            async with anyio.create_task_group() as drain:
+                # The gateway's log must keep flowing, or a full pipe would stall it mid-benchmark.
+                drain.start_soon(drain_to, process.stderr, log)
+                result = await measure_gateway(args, process, url)
+                drain.cancel_scope.cancel()
+            lines = log.read_text(errors="replace").splitlines()
+            result["log_lines"] = len(lines)
+            return result
         finally:
             process.terminate()
             with anyio.move_on_after(20):
                 await process.wait()
             if process.returncode is None:
                 process.kill()
+
+
+async def drain_to(stream: Any, path: Path) -> None:
+    with path.open("ab") as out:
+        async for chunk in stream:
+            out.write(chunk)
+
+
+async def measure_gateway(args: argparse.Namespace, process: Any, url: str) -> dict[str, Any]:
+    async with Client(url, mode="legacy") as client:
+        await timed_calls(gateway_call(client, Tally()), 1, 50, Tally())  # warm-up
+        sequential, concurrent = Tally(), Tally()
+        await timed_calls(gateway_call(client, sequential), 1, args.calls, sequential, process.pid)
+        await timed_calls(gateway_call(client, concurrent), args.clients, args.calls, concurrent, process.pid)
+    soak, kills = Tally(), []
+    sessions = [Client(url, mode="legacy") for _ in range(args.clients)]
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(killer, process.pid, args.kill_every, kills)
+        wall = await soak_clients(sessions, args.calls, soak)
+        tg.cancel_scope.cancel()
+    return {"sequential": sequential, "concurrent": concurrent, "soak": soak, "wall": wall, "kills": len(kills)}
 
 
 async def soak_clients(sessions: list[Client], calls: int, tally: Tally) -> float:
@@ -197,14 +229,15 @@ def _row(name: str, tally: Tally, clients: int, *baselines: Tally) -> str:
     added += [""] * (4 - len(added))
     rate = clients / statistics.mean(tally.latencies)
     errors = sum(tally.errors.values()) + tally.wrong
-    return f"| {name} | {tally.calls} | {rate:,.0f} | {ms(p50)} | {ms(p95)} | {' | '.join(added)} | {errors} |"
+    cpu = ms(tally.server_cpu) if tally.server_cpu is not None else ""
+    return f"| {name} | {tally.calls} | {rate:,.0f} | {ms(p50)} | {ms(p95)} | {' | '.join(added)} | {cpu} | {errors} |"
 
 
 def table(direct: dict[str, tuple[Tally, Tally]], gateway: dict[str, Any], args: argparse.Namespace) -> str:
     rows = [
         "| calls | n | calls/s | p50 ms | p95 ms | added p50 vs HTTP | added p95 vs HTTP "
-        "| added p50 vs stdio | added p95 vs stdio | errors |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| added p50 vs stdio | added p95 vs stdio | server CPU ms/call | errors |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for index, label, clients in ((0, "1 client", 1), (1, f"{args.clients} concurrent", args.clients)):
         http, stdio = direct["http"][index], direct["stdio"][index]
@@ -217,8 +250,9 @@ def table(direct: dict[str, tuple[Tally, Tally]], gateway: dict[str, Any], args:
     rows.append(
         f"| soak: {args.clients} clients x {args.calls} calls, 1 in 4 on the victim, victim killed "
         f"{gateway['kills']}x | {soak.calls} | {soak.calls / gateway['wall']:,.0f} | {ms(percentile(soak.latencies, 50))} "
-        f"| {ms(percentile(soak.latencies, 95))} | | | | | {errors}; wrong results: {soak.wrong} |"
+        f"| {ms(percentile(soak.latencies, 95))} | | | | | | {errors}; wrong results: {soak.wrong} |"
     )
+    rows.append(f"\nThe gateway wrote {gateway['log_lines']} log lines at the default level during the run.")
     return "\n".join(rows)
 
 
