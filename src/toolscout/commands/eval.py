@@ -83,9 +83,10 @@ def settings_from_args(args: argparse.Namespace) -> SearchSettings:
     try:
         weights = parse_weights(args.weights) if args.weights else dict(SearchSettings().weights)
         if args.signals:
-            # Chosen signals keep their (given or default) weight; the others are off.
+            # Chosen signals keep their (given or default) weight, or 1 where that is 0 (off by
+            # default); the others are off.
             chosen = parse_signals(args.signals)
-            weights = {name: weights.get(name) or default for name, default in chosen.items()}
+            weights = {name: weights.get(name) or default or 1.0 for name, default in chosen.items()}
         settings = SearchSettings(weights=weights)
     except ValueError as exc:
         raise ToolscoutError(str(exc)) from exc
