@@ -40,10 +40,10 @@ def test_tools_keep_the_dataset_ids_and_queries_keep_their_groups_and_slices(tmp
     assert [tool.id for tool in dataset.tools] == ["weather::forecast", "weather::alerts", "mail::send"]
     assert dataset.tools[0].server == "weather" and dataset.tools[0].input_schema == {"type": "object"}
     first, second = dataset.queries
-    assert first.groups == (("weather::forecast", "weather::alerts"),)
+    assert first.relevant_groups == (("weather::forecast", "weather::alerts"),)
     assert first.slice_value("level") == "L2"
     assert second.id == "7"
-    assert second.groups == (("weather::alerts",), ("mail::send",))
+    assert second.relevant_groups == (("weather::alerts",), ("mail::send",))
     assert second.slice_value("group") == "G2" and second.slice_value("level") == "-"
 
 

@@ -18,7 +18,7 @@ def multi(*groups, kind="multi"):
         text="t",
         relevant=tuple(group[0] for group in groups),
         acceptable=tuple(tool for group in groups for tool in group[1:]),
-        groups=tuple(tuple(group) for group in groups),
+        relevant_groups=tuple(tuple(group) for group in groups),
         kind=kind,
     )
 
@@ -75,7 +75,7 @@ def test_ndcg_ideal_is_truncated_at_k():
 
 def test_without_groups_each_relevant_tool_is_one_step():
     query = Query(id="q", text="t", relevant=("a", "b"), acceptable=("c",), kind="multi")
-    assert query.groups == (("a",), ("b",))
+    assert query.relevant_groups == (("a",), ("b",))
     # An acceptable tool of a multi-tool query without groups counts for Recall and MRR only.
     assert metrics.recall(["c"], query, 10) == 1.0
     assert metrics.mrr(["x", "c"], query, 10) == 0.5
@@ -84,7 +84,7 @@ def test_without_groups_each_relevant_tool_is_one_step():
 
 def test_a_single_relevant_tool_shares_its_step_with_the_acceptable_ones():
     query = single("a", acceptable=["b"])
-    assert query.groups == (("a", "b"),)
+    assert query.relevant_groups == (("a", "b"),)
     assert metrics.full_recall(["b"], query, 10) == 1.0
     assert metrics.ndcg(["x", "b", "a"], query, 10) == pytest.approx(1 / math.log2(3))
 

@@ -43,21 +43,21 @@ class Query:
     relevant: tuple[str, ...]
     acceptable: tuple[str, ...] = ()
     # One tuple of interchangeable ids per required step; derived when the data has none.
-    groups: tuple[tuple[str, ...], ...] = ()
+    relevant_groups: tuple[tuple[str, ...], ...] = ()
     kind: str = "single"
     level: int | None = None
     group: str | None = None
     category: str | None = None
 
     def __post_init__(self) -> None:
-        if not self.groups:
-            object.__setattr__(self, "groups", derive_groups(self.relevant, self.acceptable))
+        if not self.relevant_groups:
+            object.__setattr__(self, "relevant_groups", derive_groups(self.relevant, self.acceptable))
 
     @property
     def answers(self) -> frozenset[str]:
         """Every id that counts as a hit for Recall and MRR."""
         return frozenset(self.relevant) | frozenset(self.acceptable) | {
-            tool_id for group in self.groups for tool_id in group
+            tool_id for group in self.relevant_groups for tool_id in group
         }
 
     def slice_value(self, field: str) -> str:
@@ -180,7 +180,7 @@ def _query(row: Mapping[str, Any], where: str) -> Query:
         text=_string(row, "query", where),
         relevant=relevant,
         acceptable=acceptable,
-        groups=groups,
+        relevant_groups=groups,
         kind=kind,
         level=level,
         group=_optional_string(row, "group", where),

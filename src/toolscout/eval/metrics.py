@@ -34,22 +34,22 @@ def mrr(retrieved: Sequence[str], query: Query, k: int) -> float:
 
 
 def full_recall(retrieved: Sequence[str], query: Query, k: int) -> float:
-    return len(_covered_steps(retrieved[:k], query)) / len(query.groups)
+    return len(_covered_steps(retrieved[:k], query)) / len(query.relevant_groups)
 
 
 def complete(retrieved: Sequence[str], query: Query, k: int) -> float:
-    return 1.0 if len(_covered_steps(retrieved[:k], query)) == len(query.groups) else 0.0
+    return 1.0 if len(_covered_steps(retrieved[:k], query)) == len(query.relevant_groups) else 0.0
 
 
 def ndcg(retrieved: Sequence[str], query: Query, k: int) -> float:
     covered: set[int] = set()
     dcg = 0.0
     for position, tool_id in enumerate(retrieved[:k]):
-        new = {index for index, group in enumerate(query.groups) if tool_id in group} - covered
+        new = {index for index, group in enumerate(query.relevant_groups) if tool_id in group} - covered
         if new:
             covered |= new
             dcg += 1.0 / math.log2(position + 2)
-    ideal = sum(1.0 / math.log2(position + 2) for position in range(min(len(query.groups), k)))
+    ideal = sum(1.0 / math.log2(position + 2) for position in range(min(len(query.relevant_groups), k)))
     return dcg / ideal if ideal else 0.0
 
 
@@ -61,4 +61,4 @@ def multi_recall(scored: Iterable[tuple[Query, float]]) -> float | None:
 
 def _covered_steps(top: Sequence[str], query: Query) -> set[int]:
     found = set(top)
-    return {index for index, group in enumerate(query.groups) if found.intersection(group)}
+    return {index for index, group in enumerate(query.relevant_groups) if found.intersection(group)}
