@@ -42,6 +42,14 @@ def test_a_changed_tool_is_the_only_one_embedded_again(tmp_path):
     assert len(encoded) == 1 and "something else entirely" in encoded[0]
 
 
+def test_complete_reports_progress_of_the_texts_it_embeds(tmp_path):
+    engine = ToolSearch(SearchSettings(cache_dir=tmp_path), encoder=HashingEncoder())
+    engine.index(CATALOG)
+    reports = []
+    engine.complete(lambda done, total: reports.append((done, total)))
+    assert reports[-1] == (len(CATALOG), len(CATALOG))
+
+
 def test_reindexing_the_same_catalog_in_a_running_engine_needs_no_complete(tmp_path):
     encoder = HashingEncoder()
     engine = ToolSearch(SearchSettings(cache_dir=tmp_path), encoder=encoder)

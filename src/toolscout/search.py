@@ -93,6 +93,8 @@ class ToolSearch:
         self.settings = settings or SearchSettings()
         self._snapshot = _Snapshot()
         self._swap = threading.Lock()
+        # One complete() at a time: a second caller waits, then finds the work done.
+        self._completing = threading.Lock()
         self._dense_on = self.settings.enabled("dense")
         self._embedder = Embedder(self.settings, encoder) if self._dense_on else None
 
@@ -152,11 +154,15 @@ class ToolSearch:
         """Embed the latest catalog (cached vectors are reused); safe to call from a worker thread."""
         if self._embedder is None:
             return
+        with self._completing:
+            self._complete(self._embedder, progress)
+
+    def _complete(self, embedder: Embedder, progress: ProgressCallback | None) -> None:
         while True:
             snapshot = self._snapshot
             if snapshot.dense is not None or not snapshot.tools:
                 return
-            matrix = self._embedder.matrix(snapshot.dense_texts, progress)
+            matrix = embedder.matrix(snapshot.dense_texts, progress)
             if matrix is None:  # the model could not be loaded; searches stay keyword-only
                 return
             with self._swap:

@@ -20,6 +20,9 @@ from toolscout.settings import SearchSettings
 log = logging.getLogger(__name__)
 
 _CHUNK = 64
+# Vectors kept in memory across catalogs (~1.5 KB each at 384 dimensions): enough for several
+# large catalogs plus example requests, bounded for long-running gateways.
+_MEMORY_LIMIT = 100_000
 CACHE_FILE = "embeddings.sqlite3"
 
 
@@ -67,14 +70,16 @@ class Embedder:
 
     def cached_matrix(self, texts: Sequence[str]) -> np.ndarray | None:
         """The matrix for `texts` from vectors already in memory, or None if any is missing."""
-        hashes = [text_hash(t) for t in texts]
-        if not texts or any(h not in self._memory for h in hashes):
+        # .get, not [], because complete() may evict vectors from another thread meanwhile.
+        vectors = [self._memory.get(text_hash(t)) for t in texts]
+        if not vectors or any(v is None for v in vectors):
             return None
-        return np.stack([self._memory[h] for h in hashes])
+        return np.stack(vectors)
 
     def matrix(
         self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None
     ) -> np.ndarray | None:
+        """One row per text (tool documents, or any other texts such as example requests)."""
         encoder = self.encoder()
         if encoder is None:
             return None
@@ -99,12 +104,16 @@ class Embedder:
             log.info("embedded %d/%d", done, len(todo))
             if progress is not None:
                 progress(done, len(todo))
-        # Keep memory bounded to the latest catalog.
-        wanted = set(hashes)
-        self._memory = {h: v for h, v in self._memory.items() if h in wanted}
+        self._forget_oldest(keep=set(hashes))
         if not hashes:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([self._memory[h] for h in hashes])
+
+    def _forget_oldest(self, keep: set[str]) -> None:
+        excess = len(self._memory) - _MEMORY_LIMIT
+        if excess > 0:
+            for key in [h for h in self._memory if h not in keep][:excess]:
+                del self._memory[key]
 
     def encode_query(self, text: str) -> np.ndarray | None:
         encoder = self.encoder()
