@@ -9,6 +9,11 @@ Each signal scores every tool, keeps its best `max(candidates, 4 x limit)` among
 and weighted Reciprocal Rank Fusion merges those rankings. `index` may be called again at any time;
 a search reads one immutable snapshot, swapped in atomically, and answers with keyword signals
 (saying so in `notice`) until `complete` has embedded the latest catalog. No MCP imports here.
+
+Adding a signal: give it a name in `toolscout.settings.SIGNALS`, build a `Retriever` (one score
+per tool) into the snapshot, and it is ranked, fused and explained like the others. Signals over
+embeddings (e.g. nearest example requests) reuse `Query.embedding`, computed once per search, and
+`Embedder.matrix`, which caches any texts by model and hash.
 """
 
 from __future__ import annotations
