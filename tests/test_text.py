@@ -30,6 +30,10 @@ def test_identifiers_are_split_on_snake_camel_and_kebab_case():
     ]
 
 
+def test_words_of_any_script_are_kept_whole():
+    assert tokenize("Météo à Zürich") == ["météo", "à", "zürich"]
+
+
 def test_tokens_are_case_folded_and_stopwords_dropped():
     assert tokenize("Can you please Find THE weather in Paris for me") == ["find", "weather", "paris"]
 

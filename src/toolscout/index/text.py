@@ -20,7 +20,8 @@ import Stemmer
 from toolscout.catalog import ToolRecord
 
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=[0-9])")
-_WORD = re.compile(r"[A-Za-z0-9]+")
+# Letters and digits of any script ("météo", "東京"); underscores separate words.
+_WORD = re.compile(r"[^\W_]+")
 # Function words plus the filler of requests ("can you please help me find ..."): they match every
 # tool description equally and only add noise. Verbs that name operations (get, list, find,
 # search, create, delete, send) are kept: tool names are built from them.
