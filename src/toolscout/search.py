@@ -1,14 +1,15 @@
 """The one retrieval interface the gateway, the CLI and the evaluation harness use.
 
     engine = ToolSearch(settings)
-    engine.index(tools)          # sync, cheap: fits the keyword signals on a catalog snapshot
+    engine.index(tools, examples=())  # sync, cheap: fits the keyword signals on a catalog snapshot
     engine.complete(progress)    # sync, heavy: embeddings; callers run it in a worker thread
     engine.search(query, limit=5, servers=None) -> SearchResponse
 
 Each signal scores every tool, keeps its best `max(candidates, 4 x limit)` among the allowed servers,
 and weighted Reciprocal Rank Fusion merges those rankings. `index` may be called again at any time;
 a search reads one immutable snapshot, swapped in atomically, and answers with keyword signals
-(saying so in `notice`) until `complete` has embedded the latest catalog. No MCP imports here.
+(saying so in `notice`) until `complete` has embedded the latest catalog and its example requests
+(the intent signal, `toolscout.index.intent`). No MCP imports here.
 
 Adding a signal: give it a name in `toolscout.settings.SIGNALS`, build a `Retriever` (one score
 per tool) into the snapshot, and it is ranked, fused and explained like the others. Signals over
@@ -32,6 +33,7 @@ from toolscout.index.base import NOT_RETRIEVED, Encoder, Query, Retriever
 from toolscout.index.bm25 import BM25Retriever
 from toolscout.index.dense import DenseRetriever
 from toolscout.index.embeddings import Embedder
+from toolscout.index.intent import IntentExamples, IntentRetriever, LabelledRequest
 from toolscout.index.text import (
     dense_document,
     description_document,
@@ -84,6 +86,10 @@ class _Snapshot:
     retrievers: Mapping[str, Retriever] = field(default_factory=dict)
     dense_texts: tuple[str, ...] = ()
     dense: DenseRetriever | None = None
+    intent_examples: IntentExamples = field(default_factory=IntentExamples)
+    intent: IntentRetriever | None = None
+    # Set once every embedding signal of this snapshot (dense, intent) is ready, or none is wanted.
+    embedded: bool = False
     servers: np.ndarray = field(default_factory=lambda: np.array([], dtype=object))
     # Lower-cased exact forms (ids, names) -> tool positions, and the identifier-like subset that
     # may also match inside a longer query.
@@ -101,7 +107,9 @@ class ToolSearch:
         # One complete() at a time: a second caller waits, then finds the work done.
         self._completing = threading.Lock()
         self._dense_on = self.settings.enabled("dense")
-        self._embedder = Embedder(self.settings, encoder) if self._dense_on else None
+        self._intent_on = self.settings.enabled("intent")
+        wants_model = self._dense_on or self._intent_on
+        self._embedder = Embedder(self.settings, encoder) if wants_model else None
 
     @property
     def tools(self) -> tuple[ToolRecord, ...]:
@@ -109,17 +117,21 @@ class ToolSearch:
 
     @property
     def pending(self) -> bool:
-        """True while the semantic signal has not caught up with the latest catalog."""
+        """True while the semantic signals have not caught up with the latest catalog."""
         snapshot = self._snapshot
         return (
             self._embedder is not None
             and self._embedder.error is None
-            and snapshot.dense is None
+            and not snapshot.embedded
             and bool(snapshot.tools)
         )
 
-    def index(self, tools: Sequence[ToolRecord]) -> None:
-        """Fit the keyword signals on `tools` and make them the catalog searched from now on."""
+    def index(self, tools: Sequence[ToolRecord], examples: Sequence[LabelledRequest] = ()) -> None:
+        """Fit the keyword signals on `tools` and make them the catalog searched from now on.
+
+        `examples` (requests with the ids of the tools that served them) feed the intent signal;
+        ids not in `tools` are ignored. Their embeddings are computed by `complete`.
+        """
         tools = tuple(tools)
         settings = self.settings
         retrievers: dict[str, Retriever] = {}
@@ -140,18 +152,20 @@ class ToolSearch:
             merged = [[t for docs in token_docs.values() for t in docs[i]] for i in range(len(tools))]
             retrievers["tfidf"] = TfidfRetriever(merged)
         dense_texts = tuple(dense_document(t) for t in tools) if self._dense_on else ()
+        intent_examples = IntentExamples()
+        if self._intent_on:
+            intent_examples = IntentExamples.of(examples, {tool.id: i for i, tool in enumerate(tools)})
         snapshot = _Snapshot(
             tools=tools,
             retrievers=retrievers,
             dense_texts=dense_texts,
+            intent_examples=intent_examples,
             servers=np.array([t.server for t in tools], dtype=object),
             **_exact_forms(tools),
         )
         if self._embedder is not None:
             # Same texts as an embedded catalog (e.g. a re-listing): no need to wait for complete().
-            matrix = self._embedder.cached_matrix(dense_texts)
-            if matrix is not None:
-                snapshot = replace(snapshot, dense=DenseRetriever(matrix))
+            snapshot = self._embedded(snapshot, self._embedder.cached_matrix) or snapshot
         with self._swap:
             self._snapshot = snapshot
 
@@ -165,16 +179,36 @@ class ToolSearch:
     def _complete(self, embedder: Embedder, progress: ProgressCallback | None) -> None:
         while True:
             snapshot = self._snapshot
-            if snapshot.dense is not None or not snapshot.tools:
+            if snapshot.embedded or not snapshot.tools:
                 return
-            matrix = embedder.matrix(snapshot.dense_texts, progress)
-            if matrix is None:  # the model could not be loaded; searches stay keyword-only
+            embedded = self._embedded(snapshot, lambda texts: embedder.matrix(texts, progress))
+            if embedded is None:  # the model could not be loaded; searches stay keyword-only
                 return
             with self._swap:
                 if self._snapshot is snapshot:
-                    self._snapshot = replace(snapshot, dense=DenseRetriever(matrix))
+                    self._snapshot = embedded
                     return
             # index() replaced the catalog meanwhile: embed the new one (mostly cached by now).
+
+    def _embedded(
+        self, snapshot: _Snapshot, matrix: Callable[[Sequence[str]], np.ndarray | None]
+    ) -> _Snapshot | None:
+        """`snapshot` with its embedding signals built from `matrix(texts)`, or None if one is missing."""
+        dense = intent = None
+        if snapshot.dense_texts:
+            tool_rows = matrix(snapshot.dense_texts)
+            if tool_rows is None:
+                return None
+            dense = DenseRetriever(tool_rows)
+        examples = snapshot.intent_examples
+        if examples:
+            example_rows = matrix(examples.texts)
+            if example_rows is None:
+                return None
+            intent = IntentRetriever(
+                example_rows, examples.labels, len(snapshot.tools), neighbours=self.settings.intent_neighbours
+            )
+        return replace(snapshot, dense=dense, intent=intent, embedded=True)
 
     def search(
         self, query: str, *, limit: int = 5, servers: Collection[str] | None = None
@@ -184,12 +218,15 @@ class ToolSearch:
         signals = dict(snapshot.retrievers)
         if snapshot.dense is not None:
             signals["dense"] = snapshot.dense
+        if snapshot.intent is not None:
+            signals["intent"] = snapshot.intent
         notice = self._notice(snapshot)
         text = query.strip()
         if not text or limit <= 0 or not snapshot.tools:
             return SearchResponse(hits=(), signals=tuple(signals), notice=notice)
         embedding = None
-        if snapshot.dense is not None and self._embedder is not None:
+        if (snapshot.dense is not None or snapshot.intent is not None) and self._embedder is not None:
+            # One query embedding, shared by every embedding signal.
             embedding = self._embedder.encode_query(text)
         request = Query(text=text, tokens=tuple(tokenize(text, stem=settings.stem)), embedding=embedding)
         allowed = np.isin(snapshot.servers, list(servers)) if servers is not None else None
@@ -213,7 +250,7 @@ class ToolSearch:
         return SearchResponse(hits=tuple(hits), signals=tuple(signals), notice=notice)
 
     def _notice(self, snapshot: _Snapshot) -> str | None:
-        if self._embedder is None or snapshot.dense is not None or not snapshot.tools:
+        if self._embedder is None or snapshot.embedded or not snapshot.tools:
             return None
         if self._embedder.error is not None:
             return f"semantic search is unavailable ({self._embedder.error}); results use keyword signals only"

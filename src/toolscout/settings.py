@@ -40,6 +40,7 @@ DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
     }
 )
 DEFAULT_RRF_K = 5
+DEFAULT_INTENT_NEIGHBOURS = 10
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ class SearchSettings:
     backend: str = "onnx"
     # Snowball stemming in the shared tokenizer.
     stem: bool = True
+    # How many nearest example requests vote in the intent signal.
+    intent_neighbours: int = DEFAULT_INTENT_NEIGHBOURS
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.weights) - set(SIGNALS))
@@ -67,8 +70,8 @@ class SearchSettings:
             raise ValueError(_unknown_message(unknown))
         if any(value < 0 for value in self.weights.values()):
             raise ValueError("signal weights must be >= 0")
-        if self.rrf_k < 0 or self.candidates < 1:
-            raise ValueError("rrf_k must be >= 0 and candidates >= 1")
+        if self.rrf_k < 0 or self.candidates < 1 or self.intent_neighbours < 1:
+            raise ValueError("rrf_k must be >= 0, candidates and intent_neighbours >= 1")
 
     @classmethod
     def lexical_only(cls, **overrides: object) -> SearchSettings:

@@ -91,7 +91,7 @@ class Embedder:
         by_hash = dict(zip(hashes, texts))
         todo = [h for h in missing if h not in self._memory]
         if todo:
-            log.info("embedding %d of %d tool descriptions", len(todo), len(set(hashes)))
+            log.info("embedding %d of %d texts (tool descriptions or example requests)", len(todo), len(set(hashes)))
         for start in range(0, len(todo), _CHUNK):
             chunk = todo[start : start + _CHUNK]
             vectors = encoder.encode([by_hash[h] for h in chunk])
