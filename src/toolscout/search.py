@@ -215,29 +215,19 @@ class ToolSearch:
     ) -> SearchResponse:
         snapshot = self._snapshot
         settings = self.settings
-        signals = dict(snapshot.retrievers)
-        if snapshot.dense is not None:
-            signals["dense"] = snapshot.dense
-        if snapshot.intent is not None:
-            signals["intent"] = snapshot.intent
+        signals = _ready_signals(snapshot)
         notice = self._notice(snapshot)
         text = query.strip()
         if not text or limit <= 0 or not snapshot.tools:
             return SearchResponse(hits=(), signals=tuple(signals), notice=notice)
-        embedding = None
-        if (snapshot.dense is not None or snapshot.intent is not None) and self._embedder is not None:
-            # One query embedding, shared by every embedding signal.
-            embedding = self._embedder.encode_query(text)
-        request = Query(text=text, tokens=tuple(tokenize(text, stem=settings.stem)), embedding=embedding)
-        allowed = np.isin(snapshot.servers, list(servers)) if servers is not None else None
         depth = max(settings.candidates, 4 * limit)
-        rankings = {name: _top(r.scores(request), allowed, depth) for name, r in signals.items()}
+        rankings = self._rankings(snapshot, signals, text, depth, servers)
         fused = weighted_rrf(rankings, settings.weights, k=settings.rrf_k)
         scores = dict(fused)
         order = [position for position, _ in fused]
         exact: list[int] = []
         if settings.exact_name_boost:
-            exact = [p for p in _exact_matches(snapshot, text) if allowed is None or allowed[p]]
+            exact = [p for p in _exact_matches(snapshot, text) if servers is None or snapshot.tools[p].server in servers]
             exact.sort(key=lambda p: -scores.get(p, 0.0))
             order = exact + [p for p in order if p not in set(exact)]
         positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in rankings.items()}
@@ -249,12 +239,48 @@ class ToolSearch:
             hits.append(SearchHit(snapshot.tools[position], scores.get(position, 0.0), ranks))
         return SearchResponse(hits=tuple(hits), signals=tuple(signals), notice=notice)
 
+    def rankings(
+        self, query: str, *, depth: int, servers: Collection[str] | None = None
+    ) -> dict[str, list[ToolRecord]]:
+        """Each ready signal's best `depth` tools, before fusion (what weight tuning replays)."""
+        snapshot = self._snapshot
+        signals = _ready_signals(snapshot)
+        text = query.strip()
+        if not text or not snapshot.tools:
+            return {}
+        ranked = self._rankings(snapshot, signals, text, depth, servers)
+        return {name: [snapshot.tools[p] for p in positions] for name, positions in ranked.items()}
+
+    def _rankings(
+        self,
+        snapshot: _Snapshot,
+        signals: Mapping[str, Retriever],
+        text: str,
+        depth: int,
+        servers: Collection[str] | None,
+    ) -> dict[str, list[int]]:
+        embedding = None
+        if (snapshot.dense is not None or snapshot.intent is not None) and self._embedder is not None:
+            # One query embedding, shared by every embedding signal.
+            embedding = self._embedder.encode_query(text)
+        request = Query(text=text, tokens=tuple(tokenize(text, stem=self.settings.stem)), embedding=embedding)
+        allowed = np.isin(snapshot.servers, list(servers)) if servers is not None else None
+        return {name: _top(r.scores(request), allowed, depth) for name, r in signals.items()}
+
     def _notice(self, snapshot: _Snapshot) -> str | None:
         if self._embedder is None or snapshot.embedded or not snapshot.tools:
             return None
         if self._embedder.error is not None:
             return f"semantic search is unavailable ({self._embedder.error}); results use keyword signals only"
         return PENDING_NOTICE
+
+
+def _ready_signals(snapshot: _Snapshot) -> dict[str, Retriever]:
+    signals: dict[str, Retriever] = dict(snapshot.retrievers)
+    for name, retriever in (("dense", snapshot.dense), ("intent", snapshot.intent)):
+        if retriever is not None:
+            signals[name] = retriever
+    return signals
 
 
 def _top(scores: np.ndarray, allowed: np.ndarray | None, depth: int) -> list[int]:

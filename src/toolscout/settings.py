@@ -12,6 +12,7 @@ A signal with weight 0 (or absent from `weights`) is off and never computed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -117,6 +118,33 @@ def parse_weights(text: str) -> dict[str, float]:
     if not weights:
         raise ValueError("no weights given; expected e.g. dense=1,bm25_name=0.5")
     return weights
+
+
+def apply_weights_option(settings: SearchSettings, text: str) -> SearchSettings:
+    """`settings` with the `--weights` option applied: `"a=1,b=2"`, or a weights.json file.
+
+    A weights file (written by `toolscout tune`) is `{"weights": {signal: weight}, "rrf_k": k}`;
+    its `rrf_k`, when present, replaces the settings' k. ValueError says what is wrong.
+    """
+    if "=" in text or not (text.endswith(".json") or Path(text).is_file()):
+        return settings.with_weights(parse_weights(text))
+    try:
+        document = json.loads(Path(text).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"weights file {text} cannot be read: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"weights file {text} is not JSON ({exc.msg}); write it with `toolscout tune`") from None
+    raw = document.get("weights") if isinstance(document, dict) else None
+    if not isinstance(raw, dict) or not all(isinstance(v, (int, float)) for v in raw.values()):
+        raise ValueError(f'weights file {text} needs {{"weights": {{"signal": number, ...}}}}')
+    try:
+        weights = parse_weights(",".join(f"{name}={value}" for name, value in raw.items()))
+    except ValueError as exc:
+        raise ValueError(f"weights file {text}: {exc}") from None
+    rrf_k = document.get("rrf_k", settings.rrf_k)
+    if not isinstance(rrf_k, (int, float)) or isinstance(rrf_k, bool) or rrf_k < 0:
+        raise ValueError(f"weights file {text}: 'rrf_k' must be a number >= 0")
+    return replace(settings, weights=weights, rrf_k=rrf_k)
 
 
 def parse_signals(text: str) -> dict[str, float]:

@@ -84,6 +84,10 @@ def limits_from(args: argparse.Namespace) -> Limits:
 
 def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="embedding model: installed package or folder; 'none' disables dense")
+    parser.add_argument(
+        "--weights", metavar="WEIGHTS",
+        help="fusion weights: 'dense=1,tfidf=0.5' (signals not named are off) or a weights.json from `toolscout tune`",
+    )
 
 
 def add_security_options(parser: argparse.ArgumentParser) -> None:
@@ -182,9 +186,17 @@ def _open_store(kind: type[_Store], what: str) -> _Store | None:
 
 
 def search_settings(args: argparse.Namespace) -> SearchSettings:
-    from toolscout.settings import SearchSettings
+    """The engine defaults with --model and --weights; ConfigError if an option is unusable."""
+    from toolscout.errors import ConfigError
+    from toolscout.settings import SearchSettings, apply_weights_option
 
-    return SearchSettings(model=args.model) if args.model else SearchSettings()
+    settings = SearchSettings(model=args.model) if args.model else SearchSettings()
+    if getattr(args, "weights", None):
+        try:
+            settings = apply_weights_option(settings, args.weights)
+        except ValueError as exc:
+            raise ConfigError(f"--weights: {exc}") from exc
+    return settings
 
 
 def load_specs(args: argparse.Namespace) -> list[ServerSpec]:

@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         return fail("search", str(exc))
     try:
         return anyio.run(_search, args, specs, hooks)
+    except ConfigError as exc:  # e.g. an unusable --weights, found when the engine is made
+        return fail("search", str(exc))
     finally:
         hooks.close()
 

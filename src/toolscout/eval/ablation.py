@@ -18,6 +18,7 @@ from dataclasses import replace
 from toolscout.errors import ToolscoutError
 from toolscout.eval.datasets import Dataset, Query
 from toolscout.eval.runner import EvalRun, build_engine, engine_ranker, evaluate, run_engine
+from toolscout.learning.examples import Example
 from toolscout.settings import LEXICAL_SIGNALS, SearchSettings
 
 log = logging.getLogger(__name__)
@@ -26,15 +27,29 @@ log = logging.getLogger(__name__)
 Reporter = Callable[[str, str, int, int], None]
 LEXICAL_FUSION = "lexical fusion"
 HYBRID = "hybrid"
+# Signals fed by example requests (the expansion field and the intent vote).
+LEARNED_SIGNALS = ("bm25_expansion", "intent")
 
 
-def configurations(base: SearchSettings, signals: Sequence[str]) -> dict[str, SearchSettings]:
-    """Settings per ablation row, in table order; `signals` are the ones the engine runs."""
+def configurations(
+    base: SearchSettings, signals: Sequence[str], *, with_examples: bool = False
+) -> dict[str, SearchSettings]:
+    """Settings per ablation row, in table order; `signals` are the ones the engine runs.
+
+    `with_examples`: the run has example requests, so the hybrid is also shown without each signal
+    they feed (what each adds).
+    """
     rows = {name: alone(base, name) for name in signals}
     lexical = [name for name in signals if name in LEXICAL_SIGNALS]
     if len(lexical) > 1:
         rows[LEXICAL_FUSION] = lexical_only(base, lexical)
     if len(signals) > 1 and len(lexical) < len(signals):
+        # What each signal learned from examples adds: the hybrid with and without it.
+        for name in LEARNED_SIGNALS if with_examples else ():
+            if name in signals:
+                rows[f"{HYBRID} without {name}"] = base.with_weights(
+                    {signal: w for signal, w in base.weights.items() if signal != name}
+                )
         rows[HYBRID] = base
     return rows
 
@@ -56,14 +71,15 @@ def run_ablation(
     *,
     queries: Sequence[Query] | None = None,
     reporter: Reporter | None = None,
+    examples: Sequence[Example] = (),
 ) -> list[EvalRun]:
     """Evaluate every ablation row on the data set; rows come back in table order."""
     queries = dataset.queries if queries is None else queries
-    engine, seconds = build_engine(base, dataset, _bind(reporter, HYBRID, "embedding"))
+    engine, seconds = build_engine(base, dataset, _bind(reporter, HYBRID, "embedding"), examples)
     signals = [name for name in engine.search(queries[0].text, limit=k).signals if base.weights.get(name)]
     if not signals:
         raise ToolscoutError("no signal of these settings can run; give at least one positive weight")
-    rows = configurations(base, signals)
+    rows = configurations(base, signals, with_examples=bool(examples))
     # The engine already built is the full configuration: the widest row of the table.
     full_label = next((label for label in (HYBRID, LEXICAL_FUSION) if label in rows), signals[0])
     full = evaluate(engine_ranker(engine), queries, k, label=full_label, index_seconds=seconds,
@@ -73,7 +89,7 @@ def run_ablation(
         if label == full_label:
             runs.append(full)
             continue
-        run = run_engine(settings, dataset, k, queries=queries, label=label,
+        run = run_engine(settings, dataset, k, queries=queries, label=label, examples=examples,
                          index_progress=_bind(reporter, label, "embedding"),
                          progress=_bind(reporter, label, "queries"))
         if label in signals and run.summary.recall == 0:

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     # Imported where used, so loading data and scoring never depend on the engine's import cost.
+    from toolscout.learning.examples import Example
     from toolscout.search import SearchSettings, ToolSearch
 
 Ranker = Callable[[str, int], Sequence[str]]
@@ -150,13 +151,23 @@ def build_engine(
     settings: SearchSettings,
     dataset: Dataset,
     progress: Callable[[int, int], None] | None = None,
+    examples: Sequence[Example] = (),
 ) -> tuple[ToolSearch, float]:
-    """A ToolSearch fitted on the data set's catalog, with all its signals complete, and the seconds it took."""
+    """A ToolSearch fitted on the data set's catalog, with all its signals complete, and the seconds it took.
+
+    `examples` reach the engine as the gateway passes them: their requests join their tools'
+    expansion field, and they feed the intent signal.
+    """
     from toolscout.search import ToolSearch
 
     start = time.perf_counter()
     engine = ToolSearch(settings)
-    engine.index(dataset.tools)
+    tools: Sequence = dataset.tools
+    if examples:
+        from toolscout.learning.expansion import apply_expansions
+
+        tools = apply_expansions(dataset.tools, examples=examples)
+    engine.index(tools, examples=examples)
     engine.complete(progress)
     seconds = time.perf_counter() - start
     if dataset.queries:
@@ -177,9 +188,10 @@ def run_engine(
     label: str = "toolscout",
     index_progress: Callable[[int, int], None] | None = None,
     progress: Progress | None = None,
+    examples: Sequence[Example] = (),
 ) -> EvalRun:
     """Build the engine on the data set's tools, then evaluate it on its queries (or `queries`)."""
-    engine, seconds = build_engine(settings, dataset, index_progress)
+    engine, seconds = build_engine(settings, dataset, index_progress, examples)
     return evaluate(
         engine_ranker(engine),
         dataset.queries if queries is None else queries,
