@@ -44,12 +44,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
     folders = args.datasets or sorted(p for p in DEFAULT_BENCH.iterdir() if (p / "queries.jsonl").is_file())
     skip = set(filter(None, args.skip.split(",")))
+    # Taken once: the code measured is what this process imported at the start.
+    measured = revision()
     encoder = None if "toolpicker" in skip else load_toolscout_encoder(args.model)
     for folder in folders:
         dataset = load_dataset(folder)
         queries = sample_queries(dataset.queries, args.limit_queries)
         runs, notes = compare(dataset, queries, args, skip, encoder)
-        block = render(dataset, queries, runs, notes, args.k)
+        block = render(dataset, queries, runs, notes, args.k, measured)
         print(block, flush=True)
         if args.update_docs:
             update_block(args.update_docs, f"compare_peers:{dataset.name}", block)
@@ -110,13 +112,15 @@ def run_stackone(python: str, dataset: Dataset, queries, k: int) -> EvalRun:
     return EvalRun(peer.label, k, tuple(outcomes), summarize(outcomes, k), peer.index_seconds)
 
 
-def render(dataset: Dataset, queries, runs: list[EvalRun], notes: list[str], k: int) -> str:
+def render(
+    dataset: Dataset, queries, runs: list[EvalRun], notes: list[str], k: int, measured: str
+) -> str:
     sample = "" if len(queries) == len(dataset.queries) else f" (an even sample of {len(dataset.queries):,})"
     lines = [
         f"### {dataset.name}",
         "",
         f"{len(dataset.tools):,} tools, {len(queries):,} queries{sample}, k = {k}. Measured "
-        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {machine()}, toolscout {revision()}; "
+        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {machine()}, toolscout {measured}; "
         "latency is per search call, one query at a time, index build excluded (its time is the "
         "last column).",
         "",
