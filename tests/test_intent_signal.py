@@ -1,4 +1,8 @@
+import json
+
+import anyio
 import numpy as np
+import pytest
 
 from fake_encoder import HashingEncoder
 from toolscout.index.base import Query
@@ -99,3 +103,24 @@ def test_reindexing_with_the_same_examples_needs_no_complete(tmp_path):
     engine.index(CATALOG, examples=EXAMPLES)
     assert not engine.pending
     assert "intent" in engine.search("budget", limit=1).signals
+
+
+@pytest.mark.anyio
+async def test_the_gateway_hands_example_files_to_the_intent_signal(tmp_path):
+    from test_wiring_learning import EXAMPLE_QUERY, office_registry
+
+    from toolscout.config import load_registries
+    from toolscout.gateway import Gateway
+    from toolscout.learning_hooks import LearningSources
+
+    examples = tmp_path / "examples.jsonl"
+    examples.write_text(json.dumps({"query": EXAMPLE_QUERY, "tools": ["office__read_note"]}) + "\n")
+    engine = ToolSearch(SearchSettings(cache_dir=tmp_path / "cache", weights=INTENT_ONLY), encoder=HashingEncoder())
+    sources = LearningSources.load([], [examples])
+    with anyio.fail_after(30):
+        async with Gateway(load_registries([office_registry(tmp_path)]), engine, enrich=sources) as gateway:
+            await gateway.ready(20)
+            await gateway.wait_complete()
+            response = await gateway.search("what did grandma say, jot it down", limit=1)
+    assert response.signals == ("intent",)
+    assert [hit.tool.id for hit in response.hits] == ["office__read_note"]
