@@ -149,7 +149,13 @@ class ToolSearch:
         if settings.enabled("tfidf"):
             from toolscout.index.tfidf import TfidfRetriever
 
-            merged = [[t for docs in token_docs.values() for t in docs[i]] for i in range(len(tools))]
+            # The name field counts twice, like a title: a word in the tool's name says more about
+            # it than the same word deep in a parameter description (toollens_train, both halves:
+            # Full Recall@10 +0.002 / +0.006, MRR@10 +0.006 / +0.003).
+            names = token_docs["bm25_name"]
+            merged = [
+                [*names[i], *(t for docs in token_docs.values() for t in docs[i])] for i in range(len(tools))
+            ]
             retrievers["tfidf"] = TfidfRetriever(merged)
         dense_texts = tuple(dense_document(t) for t in tools) if self._dense_on else ()
         intent_examples = IntentExamples()
