@@ -53,6 +53,13 @@ def test_each_tool_scores_the_sum_of_the_similarities_of_the_neighbours_naming_i
     assert np.isneginf(scores[2]) and np.isneginf(scores[3])
 
 
+def test_examples_less_similar_than_the_floor_do_not_vote():
+    retriever = IntentRetriever(np.eye(3, dtype=np.float32), [(0,), (1,), (2,)], size=3, neighbours=3, min_similarity=0.7)
+    scores = retriever.scores(Query(text="q", tokens=(), embedding=np.array([0.6, 0.8, 0.0], dtype=np.float32)))
+    assert np.isneginf(scores[0]) and scores[1] == np.float32(0.8) and np.isneginf(scores[2])
+    assert np.isneginf(retriever.scores(Query(text="q", tokens=(), embedding=np.zeros(3, np.float32)))).all()
+
+
 def test_repeated_requests_merge_and_unknown_tools_are_ignored():
     examples = IntentExamples.of(
         [Example("Read my note!", ("a",)), Example("read my  note", ("b",)), Example("x", ("missing",))],

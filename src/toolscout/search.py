@@ -212,7 +212,11 @@ class ToolSearch:
             if example_rows is None:
                 return None
             intent = IntentRetriever(
-                example_rows, examples.labels, len(snapshot.tools), neighbours=self.settings.intent_neighbours
+                example_rows,
+                examples.labels,
+                len(snapshot.tools),
+                neighbours=self.settings.intent_neighbours,
+                min_similarity=self.settings.intent_min_similarity,
             )
         return replace(snapshot, dense=dense, intent=intent, embedded=True)
 

@@ -28,8 +28,11 @@ LEXICAL_SIGNALS = ("bm25_name", "bm25_description", "bm25_expansion", "tfidf")
 # Tuned on toollens_train queries only, never on the evaluation sets: a grid over k in
 # {1, 5, 10, 20, 60} and the weights, fitted on 2,500 queries, checked on 2,500 others. k = 5 and
 # these weights scored best (Full Recall@10 0.455 on the check half vs 0.445 at k = 60). The name
-# field alone adds nothing there (its words are also in the TF-IDF document). Expansion and intent
-# start at 1: they are empty until overlays or examples exist.
+# field alone adds nothing there (its words are also in the TF-IDF document). Expansion starts at 1:
+# it is empty until overlays or examples exist. `toolscout tune` re-checked these by 5-fold
+# cross-validation on all toollens_train queries and kept them (its fit trades Full Recall for MRR).
+# Intent (off without examples) is 3: fitted with `tune --fold-examples --params intent,bm25_expansion`
+# (each fold searched with the other folds' queries as examples; docs/benchmarks.md, "Tuned weights").
 DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
     {
         "bm25_name": 0.0,
@@ -37,11 +40,14 @@ DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
         "bm25_expansion": 1.0,
         "tfidf": 1.0,
         "dense": 1.0,
-        "intent": 1.0,
+        "intent": 3.0,
     }
 )
 DEFAULT_RRF_K = 5
 DEFAULT_INTENT_NEIGHBOURS = 10
+# 10 neighbours, and a cosine floor of 0.4 (all-MiniLM-L6-v2): on toollens_train cross-validation
+# the floor costs nothing, and it keeps a handful of unrelated examples from voting on every query.
+DEFAULT_INTENT_MIN_SIMILARITY = 0.4
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,8 @@ class SearchSettings:
     stem: bool = True
     # How many nearest example requests vote in the intent signal.
     intent_neighbours: int = DEFAULT_INTENT_NEIGHBOURS
+    # Examples less similar to the query than this (cosine) do not vote.
+    intent_min_similarity: float = DEFAULT_INTENT_MIN_SIMILARITY
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.weights) - set(SIGNALS))

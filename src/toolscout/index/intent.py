@@ -3,8 +3,9 @@
 Examples say "this request was served by these tools". A query close to past requests probably
 wants the same tools, whatever words its tools' descriptions use. The retriever embeds every
 example request (through the same cached `Embedder` as the tool documents), finds the query's
-`neighbours` most similar examples, and scores each tool by the sum of the similarities of those
-neighbours that name it: many close examples agreeing on a tool outvote one distant example.
+`neighbours` most similar examples (ignoring those below `min_similarity`), and scores each tool by
+the sum of the similarities of those neighbours that name it: many close examples agreeing on a
+tool outvote one distant example.
 Tools no neighbour names are not retrieved. The query embedding is the one dense already computed.
 """
 
@@ -69,12 +70,23 @@ class IntentExamples:
 class IntentRetriever:
     """Scores tools by a k-nearest-neighbour vote over embedded example requests."""
 
-    def __init__(self, matrix: np.ndarray, labels: Sequence[Sequence[int]], size: int, *, neighbours: int) -> None:
+    def __init__(
+        self,
+        matrix: np.ndarray,
+        labels: Sequence[Sequence[int]],
+        size: int,
+        *,
+        neighbours: int,
+        min_similarity: float = 0.0,
+    ) -> None:
         if len(matrix) != len(labels):
             raise ValueError("one embedding per example request is needed")
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         self.size = size  # tools in the catalog
         self.neighbours = max(1, neighbours)
+        # Below this cosine an example is about something else: with few examples, the nearest
+        # ones may be unrelated, and they must not vote.
+        self.min_similarity = min_similarity
         # Flattened (example, tool) pairs, so a vote is one bincount.
         self._owner = np.array([i for i, tools in enumerate(labels) for _ in tools], dtype=np.int64)
         self._tool = np.array([t for tools in labels for t in tools], dtype=np.int64)
@@ -89,6 +101,9 @@ class IntentRetriever:
         similarity = np.einsum("ij,j->i", self.matrix, query.embedding.astype(np.float32, copy=False))
         count = min(self.neighbours, len(similarity))
         nearest = np.argpartition(-similarity, count - 1)[:count]
+        nearest = nearest[similarity[nearest] >= self.min_similarity]
+        if nearest.size == 0:
+            return scores
         pairs = np.concatenate([np.arange(self._start[i], self._start[i + 1]) for i in nearest])
         votes = np.bincount(self._tool[pairs], weights=similarity[self._owner[pairs]], minlength=self.size)
         named = np.zeros(self.size, dtype=bool)
