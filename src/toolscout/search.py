@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from toolscout.catalog import ToolRecord
+from toolscout.decompose import add_best_part, mean_direction, request_parts
 from toolscout.fusion import weighted_rrf
 from toolscout.index.base import NOT_RETRIEVED, Encoder, Query, Retriever
 from toolscout.index.bm25 import BM25Retriever
@@ -231,8 +232,19 @@ class ToolSearch:
         if not text or limit <= 0 or not snapshot.tools:
             return SearchResponse(hits=(), signals=tuple(signals), notice=notice)
         depth = max(settings.candidates, 4 * limit)
-        rankings = self._rankings(snapshot, signals, text, depth, servers)
+        parts = request_parts(text) if settings.sentence_weight > 0 else []
+        vectors = self._encode(snapshot, parts) if parts else None
+        # One encoder call for all sentences; their mean direction stands for the whole request.
+        whole = mean_direction(vectors) if vectors is not None else None
+        rankings = self._rankings(snapshot, signals, text, depth, servers, whole)
         fused = weighted_rrf(rankings, settings.weights, k=settings.rrf_k)
+        if parts:
+            per_part = [
+                self._rankings(snapshot, signals, part, depth, servers, None if vectors is None else vectors[i])
+                for i, part in enumerate(parts)
+            ]
+            fusions = [weighted_rrf(r, settings.weights, k=settings.rrf_k) for r in per_part]
+            fused = add_best_part(fused, fusions, settings.sentence_weight)
         scores = dict(fused)
         order = [position for position, _ in fused]
         exact: list[int] = []
@@ -268,14 +280,22 @@ class ToolSearch:
         text: str,
         depth: int,
         servers: Collection[str] | None,
+        embedding: np.ndarray | None = None,
     ) -> dict[str, list[int]]:
-        embedding = None
-        if (snapshot.dense is not None or snapshot.intent is not None) and self._embedder is not None:
+        if embedding is None:
             # One query embedding, shared by every embedding signal.
-            embedding = self._embedder.encode_query(text)
+            embedding = self._encode(snapshot, [text])
+            embedding = None if embedding is None else embedding[0]
         request = Query(text=text, tokens=tuple(tokenize(text, stem=self.settings.stem)), embedding=embedding)
         allowed = np.isin(snapshot.servers, list(servers)) if servers is not None else None
         return {name: _top(r.scores(request), allowed, depth) for name, r in signals.items()}
+
+    def _encode(self, snapshot: _Snapshot, texts: Sequence[str]) -> np.ndarray | None:
+        """Embeddings of `texts` when an embedding signal is ready, else None."""
+        if (snapshot.dense is None and snapshot.intent is None) or self._embedder is None:
+            return None
+        encoder = self._embedder.encoder()
+        return None if encoder is None else np.asarray(encoder.encode(list(texts)), dtype=np.float32)
 
     def _notice(self, snapshot: _Snapshot) -> str | None:
         if self._embedder is None or snapshot.embedded or not snapshot.tools:

@@ -72,13 +72,16 @@ class SearchSettings:
     intent_neighbours: int = DEFAULT_INTENT_NEIGHBOURS
     # Examples less similar to the query than this (cosine) do not vote.
     intent_min_similarity: float = DEFAULT_INTENT_MIN_SIMILARITY
+    # A request of several sentences also searches each sentence; a tool gains this weight x its
+    # best sentence's fused score (toolscout.decompose). 0 turns it off.
+    sentence_weight: float = 1.0
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.weights) - set(SIGNALS))
         if unknown:
             raise ValueError(_unknown_message(unknown))
-        if any(value < 0 for value in self.weights.values()):
-            raise ValueError("signal weights must be >= 0")
+        if any(value < 0 for value in self.weights.values()) or self.sentence_weight < 0:
+            raise ValueError("signal weights and sentence_weight must be >= 0")
         if self.rrf_k < 0 or self.candidates < 1 or self.intent_neighbours < 1:
             raise ValueError("rrf_k must be >= 0, candidates and intent_neighbours >= 1")
 
