@@ -35,6 +35,11 @@ def _server_lines(statuses: Sequence[UpstreamStatus], catalog: Catalog, limit: i
     return lines
 
 
+def _catalog_size(catalog: Catalog) -> str:
+    servers = len({tool.server for tool in catalog.tools})
+    return f"{_plural(len(catalog.tools), 'tool')} from {_plural(servers, 'server')}"
+
+
 def _unavailable(statuses: Sequence[UpstreamStatus]) -> list[str]:
     return [s.name for s in statuses if s.state is not State.UP]
 
@@ -49,8 +54,7 @@ def search_description(statuses: Sequence[UpstreamStatus], catalog: Catalog) -> 
     )
     if not lines:
         return head + "\n\nNo upstream server is connected right now."
-    servers = len({tool.server for tool in catalog.tools})
-    return head + f"\n\n{_plural(len(catalog.tools), 'tool')} from {_plural(servers, 'server')}:\n" + "\n".join(lines)
+    return head + f"\n\n{_catalog_size(catalog)}:\n" + "\n".join(lines)
 
 
 def execute_description() -> str:
@@ -71,9 +75,7 @@ def instructions(statuses: Sequence[UpstreamStatus], catalog: Catalog) -> str:
         "that follow its input schema."
     )
     if lines:
-        servers = len({t.server for t in catalog.tools})
-        available = f"{_plural(len(catalog.tools), 'tool')} from {_plural(servers, 'server')}"
-        text += f"\n\nAvailable now ({available}):\n" + "\n".join(lines)
+        text += f"\n\nAvailable now ({_catalog_size(catalog)}):\n" + "\n".join(lines)
     else:
         text += "\n\nNo upstream server is connected yet; servers that come up later join the search."
     down = _unavailable(statuses)
