@@ -26,6 +26,7 @@ from toolscout.commands._gateway import (
 )
 from toolscout.errors import ConfigError
 from toolscout.http_app import AUTH_TOKEN_VARIABLE, serve_http
+from toolscout.upstream.pool import DEFAULT_MAX_RESTARTS
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +65,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="HTTP: also accept requests from this browser Origin, e.g. https://app.example.com; repeat for more",
     )
     parser.add_argument(
+        "--max-restarts", type=int, default=DEFAULT_MAX_RESTARTS, metavar="N",
+        help=f"give up on an upstream after N failed restarts in a row (default {DEFAULT_MAX_RESTARTS}; see `toolscout tools`)",
+    )
+    parser.add_argument(
         "--ready-wait", type=float, default=DEFAULT_READY_WAIT, metavar="SECONDS",
         help=f"wait this long for upstreams before serving (default {DEFAULT_READY_WAIT:g})",
     )
@@ -71,6 +76,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.max_restarts < 0:
+        return fail("serve", f"--max-restarts must be 0 or more, got {args.max_restarts}")
     try:
         specs = load_specs(args)
         hooks = gateway_hooks(args, record=not args.no_learn, expand=args.expand)
@@ -88,17 +95,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace, specs: list, hooks: GatewayHooks) -> None:
+    from toolscout.config import default_registry_path
     from toolscout.learning import UsageTracker
     from toolscout.learning_hooks import Learning, SamplingExpansion
     from toolscout.server import build_server
+    from toolscout.upstream.published import publish_statuses
 
     sources = hooks.sources
-    async with open_gateway(args, specs, hooks=hooks) as gateway:
+    async with open_gateway(args, specs, hooks=hooks, max_restarts=args.max_restarts) as gateway:
         tracker = UsageTracker(sources.usage, enabled=not args.no_learn) if sources else None
         expansion = SamplingExpansion(gateway, sources.cache) if args.expand and sources and sources.cache else None
         async with Learning(gateway, tracker=tracker, expansion=expansion) as learning, anyio.create_task_group() as tg:
             if hooks.pins is not None:
                 tg.start_soon(hooks.pins.follow_approvals, gateway.rescreen)
+            # So that `toolscout tools` can show restarts and give-ups only this process knows of.
+            tg.start_soon(publish_statuses, gateway.pool.statuses, args.registry or [default_registry_path()], args.transport)
             server = build_server(gateway, observers=learning.observers)
             learning.install(server)
             await _run_server(args, gateway, server)

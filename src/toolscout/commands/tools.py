@@ -1,5 +1,9 @@
 """`toolscout tools`: connect to every upstream once and list them: status, reason, tool counts.
 
+Under each upstream it also shows what every `toolscout serve` running over the same registries
+says of it (restarts, give-ups): those gateways publish their statuses for this. With `--running`,
+only that, without connecting to anything.
+
 With `--flagged`, list instead the tools the poisoning scan flags, with the reason, for a person
 to review (the gateway withholds them unless started with --allow-flagged).
 """
@@ -8,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 import anyio
 
@@ -20,7 +25,9 @@ from toolscout.commands._gateway import (
     load_specs,
     open_gateway,
 )
+from toolscout.config import default_registry_path
 from toolscout.errors import ConfigError
+from toolscout.upstream.published import running_gateways
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,6 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_registry_options(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--list", action="store_true", help="also list each tool's id, and why a tool is withheld")
+    parser.add_argument(
+        "--running", action="store_true",
+        help="show only what running gateways (toolscout serve) report of their upstreams; connect to nothing",
+    )
     parser.add_argument("--flagged", action="store_true", help="list the tools the poisoning scan flags, with the reason")
     add_security_options(parser)
     parser.set_defaults(handler=run, model="none")
@@ -41,17 +52,32 @@ def run(args: argparse.Namespace) -> int:
         return fail("tools", str(exc))
     if args.flagged:
         return _print_flagged(anyio.run(_flagged, args, specs), args.json)
-    report = anyio.run(_collect, args, specs, hooks)
+    gateways = running_gateways(args.registry or [default_registry_path()])
+    if args.running:
+        report = [{"name": spec.name, "transport": spec.transport} for spec in specs]
+    else:
+        report = anyio.run(_collect, args, specs, hooks)
+    for row in report:
+        row["serving"] = [
+            {"pid": g.pid, "transport": g.transport, **g.upstreams[row["name"]]}
+            for g in gateways if row["name"] in g.upstreams
+        ]
+    if args.running and not gateways:
+        print("No toolscout serve is running over these registries.", file=sys.stderr)
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return 0
     from toolscout.security.hidden import terminal_safe
 
     width = max([len(row["name"]) for row in report] + [6])
-    print(f"{'SERVER':<{width}}  {'STATE':<8}  {'TOOLS':>5}  DETAIL")
+    if not args.running:
+        print(f"{'SERVER':<{width}}  {'STATE':<8}  {'TOOLS':>5}  DETAIL")
     for row in report:
-        detail = row["reason"] if row["state"] != "up" else row["summary"]
-        print(f"{row['name']:<{width}}  {row['state']:<8}  {row['tool_count']:>5}  {detail}")
+        if not args.running:
+            detail = row["reason"] if row["state"] != "up" else row["summary"]
+            print(f"{row['name']:<{width}}  {row['state']:<8}  {row['tool_count']:>5}  {detail}")
+        for seen in row["serving"]:
+            print(f"{row['name'] if args.running else '':<{width}}  {_served_line(seen)}")
         for tool_id in row.get("tools", []):
             print(f"{'':<{width}}  - {tool_id}")
         for tool_id, reason in row.get("withheld", {}).items():
@@ -113,3 +139,17 @@ async def _collect(args: argparse.Namespace, specs: list, hooks: GatewayHooks) -
                 }
             rows.append(row)
         return rows
+
+
+def _served_line(seen: dict) -> str:
+    """How one running gateway sees an upstream, e.g. 'serving gateway 4711 (http): down, ...'."""
+    from toolscout.security.hidden import terminal_safe
+
+    who = f"serving gateway {seen['pid']} ({seen['transport']}): {seen['state']}"
+    if seen["state"] == "up":
+        who += f", {seen['tool_count']} tools"
+    if seen.get("restarts"):
+        who += f", restarted {seen['restarts']} time{'s' if seen['restarts'] != 1 else ''}"
+    if seen["state"] != "up" and seen.get("reason"):
+        who += f": {seen['reason']}"
+    return terminal_safe(who)

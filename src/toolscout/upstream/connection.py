@@ -83,6 +83,8 @@ class Upstream:
         self._session_scope: anyio.CancelScope | None = None
         self._tools_changed = anyio.Event()
         self._was_up = False
+        self.restarts = 0  # counted by the supervisor
+        self.gave_up = False
         # Set once the first attempt has either connected or failed.
         self.settled = anyio.Event()
         # Set by the supervisor when it will not run this upstream again.
@@ -100,6 +102,8 @@ class Upstream:
             reason=self.reason,
             tool_count=len(self.tools) if self.state is State.UP else 0,
             summary=summarize(self._instructions, self._info, [tool.name for tool in self.tools]),
+            restarts=self.restarts,
+            gave_up=self.gave_up,
         )
 
     def stop(self) -> None:
@@ -139,6 +143,7 @@ class Upstream:
     def give_up(self, attempts: int) -> None:
         """Called by the supervisor: no more restarts; the status says so."""
         self.reason = f"{self.reason} (gave up after {attempts} failed attempt{'s' if attempts > 1 else ''})"
+        self.gave_up = True
         logger.error("upstream '%s': %s", self.name, self.reason)
 
     async def _connect_and_serve(self, tail: StderrTail | None) -> str | None:

@@ -136,6 +136,7 @@ class UpstreamPool:
                 logger.info("upstream '%s': restarting in %g s", upstream.name, delay)
                 with anyio.move_on_after(delay):
                     await self._stopped.wait()
+                upstream.restarts += 0 if self._stopping else 1
         finally:
             upstream.finished.set()
 

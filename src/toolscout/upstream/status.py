@@ -27,6 +27,9 @@ class UpstreamStatus:
     reason: str | None
     tool_count: int
     summary: str
+    # Times the supervisor started it again after its session ended, and whether it stopped trying.
+    restarts: int = 0
+    gave_up: bool = False
 
 
 def summarize(instructions: str | None, info: types.Implementation | None, tool_names: list[str]) -> str:

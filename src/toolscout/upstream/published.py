@@ -1,0 +1,147 @@
+"""What a serving gateway knows about its upstreams, published for `toolscout tools` to read.
+
+`toolscout tools` connects to every upstream once, on its own: a snapshot. What only a running
+gateway knows (an upstream restarted five times, or given up on after repeated failures) lives in
+that gateway's memory. So each `toolscout serve` keeps a small JSON file named by its process id
+in `<data dir>/gateways/`, rewritten whenever a status changes and removed when it exits;
+`toolscout tools` reads the files of the gateways still running over the same registries.
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(publish_statuses, gateway.statuses, registries, "http")
+    ...
+    for gateway in running_gateways(registries):
+        gateway.upstreams["broken"]["reason"]   # '... (gave up after 6 failed attempts)'
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from toolscout.learning.storage import data_dir
+from toolscout.upstream.status import UpstreamStatus
+
+logger = logging.getLogger(__name__)
+
+# Statuses change in several places (start, crash, restart, give-up); looking once a second costs
+# nothing and is soon enough for a person reading `toolscout tools`.
+_PUBLISH_INTERVAL = 1.0
+
+
+def gateways_dir() -> Path:
+    return data_dir() / "gateways"
+
+
+@dataclass(frozen=True)
+class PublishedGateway:
+    """A running gateway's own account of its upstreams, by name."""
+
+    pid: int
+    transport: str
+    started_at: float
+    upstreams: dict[str, dict[str, Any]]
+
+
+def registry_key(registries: Sequence[Path]) -> list[str]:
+    """The registries a gateway serves, in a form that compares equal however they were named."""
+    return sorted(str(Path(path).expanduser().resolve()) for path in registries)
+
+
+async def publish_statuses(
+    statuses: Callable[[], list[UpstreamStatus]],
+    registries: Sequence[Path],
+    transport: str,
+    *,
+    directory: Path | None = None,
+) -> None:
+    """Keep this process's status file current until cancelled, then remove it.
+
+    Publishing is a courtesy to the person running `toolscout tools`: if the file cannot be
+    written, the gateway logs why once and goes on serving.
+    """
+    path = (directory or gateways_dir()) / f"{os.getpid()}.json"
+    header = {"pid": os.getpid(), "transport": transport, "started_at": time.time(), "registries": registry_key(registries)}
+    written: list[dict[str, Any]] | None = None
+    try:
+        while True:
+            current = [_status_row(status) for status in statuses()]
+            if current != written:
+                if not _write(path, {**header, "upstreams": current}):
+                    return
+                written = current
+            await anyio.sleep(_PUBLISH_INTERVAL)
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def running_gateways(registries: Sequence[Path], *, directory: Path | None = None) -> list[PublishedGateway]:
+    """The gateways running now over exactly these registries, oldest first.
+
+    Files left by gateways that died without cleaning up (killed, machine restarted) are ignored
+    and removed.
+    """
+    wanted = registry_key(registries)
+    found = []
+    for path in sorted((directory or gateways_dir()).glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            pid = int(data["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # being rewritten this instant, or not ours: skip it
+        if not _alive(pid):
+            path.unlink(missing_ok=True)
+            continue
+        if data.get("registries") != wanted or pid == os.getpid():
+            continue
+        upstreams = {row["name"]: row for row in data.get("upstreams", []) if isinstance(row, dict) and "name" in row}
+        found.append(PublishedGateway(pid, str(data.get("transport", "?")), float(data.get("started_at", 0)), upstreams))
+    return sorted(found, key=lambda gateway: gateway.started_at)
+
+
+def _status_row(status: UpstreamStatus) -> dict[str, Any]:
+    return {
+        "name": status.name,
+        "state": status.state.value,
+        "reason": status.reason,
+        "tool_count": status.tool_count,
+        "restarts": status.restarts,
+        "gave_up": status.gave_up,
+    }
+
+
+def _write(path: Path, data: dict[str, Any]) -> bool:
+    """Replace the file in one step, so a reader never sees half of it; False if that failed."""
+    partial = path.with_suffix(".partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Reasons can quote an upstream's stderr: readable by this user only.
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            json.dump(data, file, ensure_ascii=False)
+        os.replace(partial, path)
+    except OSError as exc:
+        logger.warning("cannot publish upstream statuses to %s (toolscout tools will not show them): %s", path, exc)
+        return False
+    return True
+
+
+def _alive(pid: int) -> bool:
+    if os.name == "nt":
+        return True  # signal 0 means CTRL_C_EVENT there; stale files stay until overwritten
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive, and its file is not ours to remove
+    except OSError:
+        return False
+    return True

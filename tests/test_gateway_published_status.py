@@ -1,0 +1,79 @@
+"""`toolscout tools` shows what a running `toolscout serve` knows of its upstreams: restarts and
+give-ups that a one-shot connection of its own could never see."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import failing_server, python_server, write_registry
+
+from toolscout.upstream.published import gateways_dir, running_gateways
+
+pytestmark = pytest.mark.anyio
+
+
+def _toolscout(*args: str) -> list[str]:
+    return [sys.executable, "-m", "toolscout.cli", *args]
+
+
+async def test_toolscout_tools_shows_that_a_running_gateway_gave_up_on_an_upstream(tmp_path: Path) -> None:
+    registry = write_registry(tmp_path / "servers.json", {
+        "broken": failing_server("fatal: no database"),
+        "weather": python_server("weather_server.py"),
+    })
+    serve = _toolscout("serve", "--registry", str(registry), "--model", "none", "--max-restarts", "1")
+    with anyio.fail_after(90):
+        # stdin stays open and silent: a host that has not said anything yet.
+        async with await anyio.open_process(serve, stderr=subprocess.DEVNULL) as process:
+            while not any(g.upstreams.get("broken", {}).get("gave_up") for g in running_gateways([registry])):
+                await anyio.sleep(0.1)
+            snapshot = await anyio.run_process(_toolscout("tools", "--registry", str(registry), "--json"))
+            running = await anyio.run_process(_toolscout("tools", "--registry", str(registry), "--running"))
+            assert process.stdin is not None
+            await process.stdin.aclose()  # the host goes away: the gateway shuts down
+            await process.wait()
+    rows = {row["name"]: row for row in json.loads(snapshot.stdout)}
+    # Its own one-shot attempt cannot know of the give-up; the serving gateway's account can.
+    assert "gave up" not in rows["broken"]["reason"]
+    (served,) = rows["broken"]["serving"]
+    assert served["pid"] == process.pid and served["gave_up"] and served["restarts"] == 1
+    assert "fatal: no database" in served["reason"] and "gave up after 2 failed attempts" in served["reason"]
+    assert rows["weather"]["serving"][0]["state"] == "up"
+    text = running.stdout.decode()
+    assert f"broken   serving gateway {process.pid} (stdio): down, restarted 1 time: " in text
+    assert "gave up after 2 failed attempts" in text
+    assert f"weather  serving gateway {process.pid} (stdio): up, 3 tools" in text
+    # Once it has exited, nothing of it is left to be shown.
+    assert running_gateways([registry]) == []
+    assert not (gateways_dir() / f"{process.pid}.json").exists()
+
+
+async def test_status_files_of_dead_gateways_and_of_other_registries_are_not_shown(tmp_path: Path) -> None:
+    ours, theirs = tmp_path / "ours.json", tmp_path / "theirs.json"
+    exited = await anyio.run_process([sys.executable, "-c", "import os; print(os.getpid())"])
+    dead_pid = int(exited.stdout)
+    directory = tmp_path / "gateways"
+    directory.mkdir()
+
+    def publish(pid: int, registry: Path) -> Path:
+        path = directory / f"{pid}.json"
+        row = {"name": "broken", "state": "down", "reason": "gave up", "tool_count": 0, "restarts": 5, "gave_up": True}
+        path.write_text(json.dumps({"pid": pid, "transport": "stdio", "started_at": 0,
+                                    "registries": [str(registry.resolve())], "upstreams": [row]}))
+        return path
+
+    stale = publish(dead_pid, ours)
+    with anyio.fail_after(30):
+        async with await anyio.open_process([sys.executable, "-c", "import sys; sys.stdin.read()"]) as elsewhere:
+            publish(elsewhere.pid, theirs)
+            (directory / "garbage.json").write_text("{not json")
+            assert running_gateways([ours], directory=directory) == []
+            assert [g.pid for g in running_gateways([theirs], directory=directory)] == [elsewhere.pid]
+            assert elsewhere.stdin is not None
+            await elsewhere.stdin.aclose()
+    assert not stale.exists()  # removed: its gateway died without cleaning up
