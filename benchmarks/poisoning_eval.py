@@ -40,6 +40,7 @@ def load(path: Path) -> list[tuple[dict, ToolRecord]]:
                 input_schema=row.get("input_schema") or {},
                 title=row.get("title"),
                 annotations=row.get("annotations"),
+                output_schema=row.get("output_schema"),
             )
             rows.append((row, record))
     return rows

@@ -1,5 +1,6 @@
 import dataclasses
 import json
+import sqlite3
 
 from toolscout.catalog import ToolRecord
 from toolscout.cli import main
@@ -95,3 +96,16 @@ def test_the_expansions_command_shows_each_source_of_a_tools_phrases(tmp_path, c
     assert capsys.readouterr().out.splitlines() == [
         "git__git_status", "  overlay (1): version control", "  examples (0): -", "  generated (0): -",
     ]
+
+
+def test_phrases_stored_under_the_fingerprint_of_before_titles_were_covered_are_kept(tmp_path):
+    titled = dataclasses.replace(LOG, title="Git log")
+    with cache_at(tmp_path) as cache:
+        cache.put(LOG, ["show history"])
+    # A cache written before fingerprints covered the title: rows keyed by the old composition.
+    with sqlite3.connect(tmp_path / "expansions.sqlite3") as db:
+        db.execute("UPDATE expansions SET fingerprint = ?", (titled.legacy_fingerprint,))
+    with cache_at(tmp_path) as cache:
+        assert cache.missing([titled]) == []
+        assert cache.lookup([titled]) == {titled.fingerprint: ("show history",)}
+        assert cache.get(titled.fingerprint) is not None

@@ -20,6 +20,12 @@ ID_SEPARATOR = "__"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _ID_RULE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _HASH_LENGTH = 8
+# Everything of a tool definition that reaches a model (search results show the title and the output
+# schema too), so a change to any of it changes the fingerprint and is caught by pinning.
+DEFINITION_FIELDS = ("name", "title", "description", "input_schema", "output_schema", "annotations")
+# What fingerprints covered before title and output schema were added: pin files written then hold
+# fingerprints of this composition, and toolscout.security.pinning upgrades them in place.
+LEGACY_FIELDS = ("name", "description", "input_schema", "annotations")
 
 
 @dataclass(frozen=True)
@@ -46,21 +52,25 @@ class ToolRecord:
             return str(self.annotations["title"])
         return self.name
 
+    def definition(self, fields: tuple[str, ...] = DEFINITION_FIELDS) -> dict[str, Any]:
+        """The fields of the definition a model reads, as given (what the fingerprint covers)."""
+        return {name: getattr(self, name) for name in fields}
+
     @property
     def fingerprint(self) -> str:
-        """SHA-256 over what defines the tool's behaviour for a model: name, description, schema, annotations."""
-        payload = json.dumps(
-            {
-                "name": self.name,
-                "description": self.description,
-                "input_schema": self.input_schema,
-                "annotations": self.annotations,
-            },
-            sort_keys=True,
-            ensure_ascii=False,
-            default=str,
-        )
-        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+        """SHA-256 over everything of the definition a model reads (DEFINITION_FIELDS)."""
+        return fingerprint_of(self.definition())
+
+    @property
+    def legacy_fingerprint(self) -> str:
+        """The fingerprint as composed before it covered title and output schema (LEGACY_FIELDS)."""
+        return fingerprint_of(self.definition(LEGACY_FIELDS))
+
+
+def fingerprint_of(definition: Mapping[str, Any]) -> str:
+    """SHA-256 of a definition's canonical JSON; the only place fingerprints are computed."""
+    payload = json.dumps(definition, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 def is_valid_id(value: str) -> bool:

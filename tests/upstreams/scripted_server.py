@@ -2,7 +2,8 @@
 
     scripted_server.py SPEC.json LABEL
 
-SPEC.json: {"instructions": "...", "tools": [{"name": ..., "description": ..., "inputSchema": {...}}]}.
+SPEC.json: {"instructions": "...", "tools": [{"name": ..., "description": ..., "inputSchema": {...}}]};
+a tool may also have "title", "outputSchema" and "annotations".
 Every call answers {"server": LABEL, "tool": name, "arguments": {...}}, so a test sees which
 upstream a call reached. Calling `reload` tells the client the tools changed (tools/list_changed):
 edit the file, call it, and the gateway lists the new definitions (a rug pull, on demand).
@@ -19,6 +20,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 SPEC, LABEL = Path(sys.argv[1]), sys.argv[2]
 
@@ -33,6 +35,9 @@ async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> t
             name=tool["name"],
             description=tool.get("description", ""),
             input_schema=tool.get("inputSchema", {"type": "object", "properties": {}}),
+            title=tool.get("title"),
+            output_schema=tool.get("outputSchema"),
+            annotations=tool.get("annotations"),
         )
         for tool in _spec()["tools"]
     ]
@@ -41,12 +46,21 @@ async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> t
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     if params.name == "reload":
+        # Told both ways: on the session (handshake-era clients), on listen streams (2026-07-28).
         await ctx.session.send_tool_list_changed()
+        await bus.publish(ToolsListChanged())
     echoed = {"server": LABEL, "tool": params.name, "arguments": params.arguments or {}}
     return types.CallToolResult(content=[types.TextContent(text=json.dumps(echoed))], structured_content=echoed)
 
 
-server = Server(LABEL, instructions=_spec().get("instructions"), on_list_tools=list_tools, on_call_tool=call_tool)
+bus = InMemorySubscriptionBus()
+server = Server(
+    LABEL,
+    instructions=_spec().get("instructions"),
+    on_list_tools=list_tools,
+    on_call_tool=call_tool,
+    on_subscriptions_listen=ListenHandler(bus),
+)
 
 
 async def main() -> None:

@@ -4,17 +4,24 @@
     toolscout approve --server S TOOL ...     show those diffs and approve after confirmation
     toolscout approve --all [--server S]      every pending definition (of one server)
     toolscout approve --refresh ...           first connect to the upstreams to record what they list now
+    toolscout approve --forget [--server S] [TOOL ...]
+                                              remove the pins of tools their server no longer lists
 
 Without --refresh it works from the pin state file alone: the gateway records each changed
 definition there as a candidate when it sees it, and this command shows and accepts exactly that
 candidate. Everything printed passes through `terminal_safe`, so a definition cannot hide text
 from the reviewer or send escape codes to the terminal.
+
+--forget connects and compares each server's pins with what it lists now. A server that is not up
+keeps every pin (it may only be down for now); a server no longer in the registry keeps them too,
+unless it is named with --server, which is how a person says it was removed on purpose.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 from toolscout.commands._gateway import add_registry_options, fail, load_specs, open_gateway
@@ -26,7 +33,9 @@ from toolscout.security.poisoning import scan_tool, summarize
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("approve", help="review and approve changed tool definitions (pinning)")
-    parser.add_argument("tools", nargs="*", metavar="TOOL", help="tool names to approve (with --server if ambiguous)")
+    parser.add_argument(
+        "tools", nargs="*", metavar="TOOL", help="tool names to approve (with --server if ambiguous), or to forget"
+    )
     parser.add_argument("--server", help="only tools of this server")
     parser.add_argument("--all", action="store_true", help="approve every pending definition (of --server)")
     parser.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
@@ -41,11 +50,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--refresh", action="store_true",
         help="connect to the upstreams first (implied by --registry) and record their current definitions"
     )
+    parser.add_argument(
+        "--forget", action="store_true",
+        help="connect and remove the pins of tools their server no longer lists (a server that is down keeps its "
+             "pins; one no longer in the registry only when named with --server)",
+    )
     add_registry_options(parser)
     parser.set_defaults(handler=run, model="none")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.forget:
+        return _forget(args)
     try:
         store = PinStore(args.pins, strict=args.strict_pins)
         if args.refresh or args.registry:
@@ -66,13 +82,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for change in selected:
         _show(change)
-    if not args.yes:
-        if not sys.stdin.isatty():
-            return fail("approve", "not a terminal to confirm on; pass --yes to approve what is shown above")
-        answer = input(f"Approve {len(selected)} definition(s)? [y/N] ")
-        if answer.strip().lower() not in ("y", "yes"):
-            print("Nothing approved.")
-            return 1
+    refused = _confirm(args, "approve", f"Approve {len(selected)} definition(s)?")
+    if refused is not None:
+        return refused
     try:
         accepted = store.approve(selected)
     except ToolscoutError as exc:
@@ -84,6 +96,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"{missed} definition(s) changed again while shown and were not approved; run approve again.")
         return 1
     return 0
+
+
+def _confirm(args: argparse.Namespace, verb: str, question: str) -> int | None:
+    """None when the person agreed (or passed --yes); else the exit code."""
+    if args.yes:
+        return None
+    if not sys.stdin.isatty():
+        return fail("approve", f"not a terminal to confirm on; pass --yes to {verb} what is shown above")
+    if input(f"{question} [y/N] ").strip().lower() in ("y", "yes"):
+        return None
+    print(f"Nothing {'approved' if verb == 'approve' else 'forgotten'}.")
+    return 1
 
 
 def _select(args: argparse.Namespace, pending: list[PendingChange]) -> list[PendingChange] | None:
@@ -126,3 +150,83 @@ def _refresh(args: argparse.Namespace, store: PinStore) -> None:
             store.check(gateway.catalog.tools)
 
     anyio.run(listing)
+
+
+def _forget(args: argparse.Namespace) -> int:
+    if args.all or args.refresh:
+        return fail("approve", "--forget works on its own; it cannot be combined with --all or --refresh")
+    try:
+        store = PinStore(args.pins)
+        pinned = store.pinned()
+        listed, down = _live_listing(args)
+        vanished = _vanished(args, pinned, listed, down)
+    except (ToolscoutError, LookupError) as exc:
+        return fail("approve", str(exc))
+    if not vanished:
+        print(f"No pins to forget ({store.path}).")
+        return 0
+    print("Pins of tools their server no longer lists:")
+    for server, name in vanished:
+        print(f"  {terminal_safe(server)}/{terminal_safe(name)}")
+    refused = _confirm(args, "forget", f"Forget {len(vanished)} pin(s)?")
+    if refused is not None:
+        return refused
+    try:
+        removed = store.forget(vanished)
+    except ToolscoutError as exc:
+        return fail("approve", str(exc))
+    for server, name in removed:
+        print(f"forgot {terminal_safe(server)}/{terminal_safe(name)}")
+    return 0
+
+
+def _live_listing(args: argparse.Namespace) -> tuple[dict[str, set[str]], dict[str, str]]:
+    """Tool names each server that is up lists now, and why each other server is not up."""
+    import anyio
+
+    from toolscout.upstream.status import State
+
+    async def listing() -> tuple[dict[str, set[str]], dict[str, str]]:
+        async with open_gateway(args, load_specs(args), max_restarts=0) as gateway:
+            await gateway.ready(args.start_timeout + 5)
+            # One snapshot: a server coming up between the two would otherwise look empty.
+            statuses, catalog = gateway.pool.statuses(), gateway.pool.catalog()
+        listed: dict[str, set[str]] = defaultdict(set)
+        for tool in catalog.tools:
+            listed[tool.server].add(tool.name)
+        down = {s.name: s.reason or s.state.value for s in statuses if s.state is not State.UP}
+        return {s.name: listed[s.name] for s in statuses if s.state is State.UP}, down
+
+    return anyio.run(listing)
+
+
+def _vanished(
+    args: argparse.Namespace, pinned: dict[str, list[str]], listed: dict[str, set[str]], down: dict[str, str],
+) -> list[tuple[str, str]]:
+    """(server, tool) pins to forget; says which servers keep their pins and why.
+
+    `listed`: the tools of every configured server that is up; `down`: every other configured server.
+    """
+    if args.server is not None and args.server not in pinned:
+        raise LookupError(f"no pins for server '{args.server}'; pinned servers: {', '.join(pinned) or 'none'}")
+    vanished = []
+    for server, names in pinned.items():
+        if args.server is not None and server != args.server:
+            continue
+        shown = terminal_safe(server)
+        if server in listed:
+            vanished += [(server, name) for name in names if name not in listed[server]]
+        elif server in down:
+            print(f"server '{shown}' is not up ({terminal_safe(down[server])}): its {len(names)} pin(s) are kept")
+        elif server == args.server:
+            vanished += [(server, name) for name in names]  # named by the person: removed on purpose
+        else:
+            print(f"server '{shown}' is not in the registry: its {len(names)} pin(s) are kept "
+                  f"(to forget them: toolscout approve --forget --server {shown})")
+    if args.tools:
+        unknown = [name for name in args.tools if name not in {n for _, n in vanished}]
+        if unknown:
+            names = terminal_safe(", ".join(unknown))
+            raise LookupError(f"not a pin of a tool its server no longer lists: {names}")
+        vanished = [(server, name) for server, name in vanished if name in args.tools]
+    return vanished

@@ -1,7 +1,9 @@
 """Generated expansions on disk, keyed by tool fingerprint: each tool is expanded once.
 
-A tool's fingerprint covers its name, description, schema and annotations, so a tool that changes
-gets a new key and is expanded again, while an unchanged catalog costs no model call on restart.
+A tool's fingerprint covers its whole definition (name, title, description, schemas, annotations),
+so a tool that changes gets a new key and is expanded again, while an unchanged catalog costs no
+model call on restart. Rows keyed by the fingerprint of before title and output schema were covered
+are re-keyed when their tool is next seen, rather than expanded again.
 Rows also keep the tool id, name and server, for `toolscout expansions` to show without a catalog.
 """
 
@@ -92,14 +94,23 @@ class ExpansionCache(SqliteStore):
             )
         return entry
 
-    def _fingerprints(self) -> dict[str, tuple[str, ...]]:
-        with self._lock:
+    def _fingerprints(self, records: Collection[ToolRecord] = ()) -> dict[str, tuple[str, ...]]:
+        """fingerprint -> phrases; rows of `records` keyed by their legacy fingerprint are re-keyed."""
+        with self._lock, self._db:
             rows = self._db.execute("SELECT fingerprint, phrases FROM expansions").fetchall()
-        return {fingerprint: tuple(json.loads(phrases)) for fingerprint, phrases in rows}
+            cached = {fingerprint: tuple(json.loads(phrases)) for fingerprint, phrases in rows}
+            for record in records:
+                legacy = record.legacy_fingerprint
+                if record.fingerprint not in cached and legacy in cached:
+                    self._db.execute("UPDATE expansions SET fingerprint = ? WHERE fingerprint = ?",
+                                     (record.fingerprint, legacy))
+                    cached[record.fingerprint] = cached.pop(legacy)
+        return cached
 
     def lookup(self, records: Iterable[ToolRecord]) -> dict[str, tuple[str, ...]]:
         """fingerprint -> phrases for the records that have an entry (what `apply_expansions` takes)."""
-        cached = self._fingerprints()
+        records = list(records)
+        cached = self._fingerprints(records)
         return {
             record.fingerprint: cached[record.fingerprint]
             for record in records
@@ -108,7 +119,8 @@ class ExpansionCache(SqliteStore):
 
     def missing(self, records: Iterable[ToolRecord]) -> list[ToolRecord]:
         """The records whose current version has never been expanded, in the given order."""
-        cached = self._fingerprints()
+        records = list(records)
+        cached = self._fingerprints(records)
         return [record for record in records if record.fingerprint not in cached]
 
     def entries(self, tool_ids: Collection[str] | None = None) -> list[CachedExpansion]:

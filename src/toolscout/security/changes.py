@@ -8,7 +8,9 @@
 - `diff`: the full human-readable diff (description line diff via difflib, schema and annotation
   leaves added / removed / changed) that `toolscout approve` shows a person.
 
-Definitions are the fingerprinted fields as plain data: name, description, input_schema, annotations.
+Definitions are the fingerprinted fields as plain data: name, title, description, input_schema,
+output_schema, annotations. Definitions approved before title and output schema were fingerprinted
+do not record them; those two are then not compared (nothing is known of what was approved).
 """
 
 from __future__ import annotations
@@ -91,14 +93,18 @@ def compare(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> Definition
         return DefinitionChange(("new tool, never approved",), "\n".join(lines))
     summary: list[str] = []
     diff: list[str] = []
-    if old.get("name") != new.get("name"):
-        summary.append("name changed")
-        diff.append(f"name: {old.get('name')!r} -> {new.get('name')!r}")
-    for part in (
+    for key in ("name", "title"):
+        if key in old and old.get(key) != new.get(key):
+            summary.append(f"{key} changed")
+            diff.append(f"{key}: {old.get(key)!r} -> {new.get(key)!r}")
+    parts = [
         _description_change(str(old.get("description") or ""), str(new.get("description") or "")),
         _tree_change("input schema", old.get("input_schema"), new.get("input_schema")),
-        _tree_change("annotations", old.get("annotations"), new.get("annotations")),
-    ):
+    ]
+    if "output_schema" in old:
+        parts.append(_tree_change("output schema", old.get("output_schema"), new.get("output_schema")))
+    parts.append(_tree_change("annotations", old.get("annotations"), new.get("annotations")))
+    for part in parts:
         summary += part[0]
         diff += part[1]
     return DefinitionChange(tuple(summary), "\n".join(diff))

@@ -2,8 +2,8 @@
 
 A server can present a harmless tool, get approved, and later change the description into an
 attack. The pin store keeps, per (server, tool name), the SHA-256 fingerprint of the approved
-definition (`ToolRecord.fingerprint`: name, description, input schema, annotations) and that
-definition itself. On every listing the gateway calls `check(records)`:
+definition (`ToolRecord.fingerprint`: name, title, description, input and output schemas,
+annotations) and that definition itself. On every listing the gateway calls `check(records)`:
 
 - trusted: the fingerprint matches the approved one;
 - new: first sight, approved on first use (trust on first use) and usable at once;
@@ -17,6 +17,11 @@ gateway sees approvals made by `toolscout approve` on its next check), and repla
 (temporary file + os.replace) so a crash never leaves half a file. A file that cannot be read is
 an error, never silently reset: resetting would re-trust every tool, which is what a rug pull
 wants.
+
+Pins made before the fingerprint covered title and output schema (state file version 1, or an
+entry without `fingerprint_version`) are upgraded in place when the fields they did cover still
+match: the title and output schema seen at that moment are trusted. Otherwise they are changed.
+`forget(keys)` drops the pins of tools their server no longer lists (`toolscout approve --forget`).
 """
 
 from __future__ import annotations
@@ -56,7 +61,13 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 PATH_ENV = "TOOLSCOUT_PINS"
-STATE_VERSION = 1
+# Version 2 added `fingerprint_version` to each pin and candidate; version-1 files are read and
+# rewritten as version 2 (an older toolscout then refuses the file rather than misreading it).
+STATE_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
+# Fingerprint compositions: 1 = catalog.LEGACY_FIELDS, 2 = catalog.DEFINITION_FIELDS.
+FINGERPRINT_VERSION = 2
+_LEGACY_FINGERPRINT = 1
 _LOCK_TIMEOUT = 10.0
 
 Key = tuple[str, str]
@@ -163,14 +174,8 @@ def default_state_path() -> Path:
 
 def definition_of(record: ToolRecord) -> dict[str, Any]:
     """The fingerprinted fields of a record as plain JSON data, as stored."""
-    fields = {
-        "name": record.name,
-        "description": record.description,
-        "input_schema": record.input_schema,
-        "annotations": record.annotations,
-    }
     # Same encoding as ToolRecord.fingerprint, so a stored definition fingerprints the same.
-    return json.loads(json.dumps(fields, ensure_ascii=False, default=_plain))
+    return json.loads(json.dumps(record.definition(), ensure_ascii=False, default=_plain))
 
 
 def _plain(value: Any) -> Any:
@@ -184,7 +189,9 @@ def record_from_definition(server: str, definition: Mapping[str, Any]) -> ToolRe
         server=server,
         description=str(definition.get("description") or ""),
         input_schema=definition.get("input_schema") or {},
+        title=definition.get("title"),
         annotations=definition.get("annotations"),
+        output_schema=definition.get("output_schema"),
     )
 
 
@@ -217,16 +224,21 @@ class PinStore:
                 f"{exc.msg}). It records which tool definitions were approved. Repair it, or move it away "
                 "to start over (every tool is then trusted again on first use, or pending in strict mode)."
             ) from exc
-        if not isinstance(state, dict) or state.get("version") != STATE_VERSION or not isinstance(
-            state.get("tools"), dict
-        ):
+        version = state.get("version") if isinstance(state, dict) else None
+        if isinstance(version, int) and version > STATE_VERSION and isinstance(state.get("tools"), dict):
             raise PinStateError(
-                f"pin state file {self.path} is not a version-{STATE_VERSION} toolscout pin file. "
+                f"pin state file {self.path} is version {version}, written by a newer toolscout; "
+                "use that version, or point TOOLSCOUT_PINS / --pins at another file."
+            )
+        if version not in _READABLE_VERSIONS or not isinstance(state.get("tools"), dict):
+            raise PinStateError(
+                f"pin state file {self.path} is not a toolscout pin file (version 1 or 2). "
                 "Move it away to start over, or point TOOLSCOUT_PINS / --pins at another file."
             )
         return state
 
     def _save(self, state: dict[str, Any]) -> None:
+        state["version"] = STATE_VERSION  # a version-1 file is upgraded by its first write
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = tempfile.NamedTemporaryFile(
             "w", encoding="utf-8", dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp", delete=False
@@ -282,6 +294,10 @@ class PinStore:
         entries = tools.setdefault(record.server, {})
         entry = entries.get(record.name)
         fingerprint, now = record.fingerprint, _now()
+        if isinstance(entry, dict) and _upgraded(entry, record, now):
+            logger.info("pin of %s/%s upgraded to the fingerprint that covers title and output schema",
+                        record.server, record.name)
+            return PinVerdict(record.server, record.name, PinStatus.TRUSTED), True
         pinned = entry.get("fingerprint") if isinstance(entry, dict) else None
         if pinned == fingerprint:
             if entry.get("candidate") is not None:
@@ -290,15 +306,17 @@ class PinStore:
             return PinVerdict(record.server, record.name, PinStatus.TRUSTED), False
         definition = definition_of(record)
         if pinned is None and not self.strict:
-            entries[record.name] = {"fingerprint": fingerprint, "definition": definition, "approved_at": now,
-                                    "approved_by": "first use", "candidate": None}
+            entries[record.name] = {"fingerprint": fingerprint, "fingerprint_version": FINGERPRINT_VERSION,
+                                    "definition": definition, "approved_at": now, "approved_by": "first use",
+                                    "candidate": None}
             return PinVerdict(record.server, record.name, PinStatus.NEW), True
         if not isinstance(entry, dict):
             entry = entries[record.name] = {"fingerprint": None, "definition": None, "approved_at": None}
         candidate = entry.get("candidate") or {}
         dirty = candidate.get("fingerprint") != fingerprint
         if dirty:
-            entry["candidate"] = {"fingerprint": fingerprint, "definition": definition, "seen_at": now}
+            entry["candidate"] = {"fingerprint": fingerprint, "fingerprint_version": FINGERPRINT_VERSION,
+                                  "definition": definition, "seen_at": now}
         if pinned is None:
             return PinVerdict(record.server, record.name, PinStatus.PENDING, ("new tool, never approved",)), dirty
         summary = compare(entry.get("definition"), definition).summary
@@ -332,9 +350,51 @@ class PinStore:
                 if not candidate or candidate.get("fingerprint") != change.candidate_fingerprint:
                     logger.warning("%s/%s changed again since it was shown; not approved", change.server, change.name)
                     continue
+                # A candidate recorded before the upgrade keeps its composition; `check` upgrades it.
                 entry.update(fingerprint=candidate["fingerprint"], definition=candidate["definition"],
+                             fingerprint_version=candidate.get("fingerprint_version", _LEGACY_FINGERPRINT),
                              approved_at=_now(), approved_by=approved_by, candidate=None)
                 accepted.append(change)
             if accepted:
                 self._save(state)
         return accepted
+
+    def pinned(self) -> dict[str, list[str]]:
+        """Tool names with a pin or a candidate, by server."""
+        with self._locked():
+            state = self._load()
+        return {server: sorted(entries) for server, entries in sorted(state["tools"].items()) if entries}
+
+    def forget(self, keys: Iterable[Key]) -> list[Key]:
+        """Drop the pins (and candidates) of these tools; returns those that were there.
+
+        A forgotten tool that is listed again is a new tool: trusted on first use, or pending in
+        strict mode. Callers forget only tools their server no longer lists.
+        """
+        removed = []
+        with self._locked():
+            state = self._load()
+            for server, name in keys:
+                entries = state["tools"].get(server, {})
+                if entries.pop(name, None) is not None:
+                    removed.append((server, name))
+                if not entries:
+                    state["tools"].pop(server, None)
+            if removed:
+                self._save(state)
+        return removed
+
+
+def _upgraded(entry: dict[str, Any], record: ToolRecord, now: str) -> bool:
+    """Upgrade a pin of the legacy composition in place if the fields it covered still match.
+
+    The title and output schema listed now are trusted, as on first use: the pin never recorded
+    them. A legacy pin that does not match is left as it is, so the tool is quarantined as changed.
+    """
+    if entry.get("fingerprint_version", _LEGACY_FINGERPRINT) != _LEGACY_FINGERPRINT:
+        return False
+    if entry.get("fingerprint") is None or entry["fingerprint"] != record.legacy_fingerprint:
+        return False
+    entry.update(fingerprint=record.fingerprint, fingerprint_version=FINGERPRINT_VERSION,
+                 definition=definition_of(record), upgraded_at=now, candidate=None)
+    return True

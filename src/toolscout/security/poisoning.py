@@ -1,4 +1,4 @@
-"""Poisoning scan: hidden instructions in a tool's description, title and parameter texts.
+"""Poisoning scan: hidden instructions in a tool's description, titles and schema texts.
 
 A model reads every word of a tool definition; a person approving a server rarely does. Tool
 poisoning hides orders in that text (read ~/.ssh and pass it as an argument, tell nobody, change
@@ -59,7 +59,7 @@ _STRUCTURAL_KEYS = frozenset(
      "contentMediaType", "additionalProperties"}
 )
 _MAX_DEPTH = 32
-_CACHE: dict[tuple[str, str | None], Assessment] = {}
+_CACHE: dict[str, Assessment] = {}
 _CACHE_SIZE = 50_000
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?;])\s+|\n")
@@ -72,6 +72,7 @@ class Finding:
     rule: str
     reason: str
     where: str  # "description", "title", or a path such as "input_schema.properties.note.description"
+    # or "output_schema.properties.result.description"
     excerpt: str  # printable: invisible characters shown as escapes
     weight: float
 
@@ -119,6 +120,9 @@ def tool_texts(record: ToolRecord) -> Iterator[tuple[str, str]]:
     if record.annotations and isinstance(record.annotations.get("title"), str):
         yield "annotations.title", record.annotations["title"]
     yield from _schema_texts(record.input_schema, "input_schema")
+    # Clients show the output schema to the model too (search_tools returns it with each tool).
+    if record.output_schema:
+        yield from _schema_texts(record.output_schema, "output_schema")
 
 
 def _sentences(text: str) -> list[str]:
@@ -199,7 +203,7 @@ def assess_tool(record: ToolRecord) -> Assessment:
     Results are remembered by definition (a few ms per tool adds up over thousands of tools that
     are re-listed on every catalog change); the server name plays no part in the result.
     """
-    key = (record.fingerprint, record.title)
+    key = record.fingerprint  # covers every text scanned (name, titles, description, both schemas)
     cached = _CACHE.get(key)
     if cached is None:
         if len(_CACHE) >= _CACHE_SIZE:
