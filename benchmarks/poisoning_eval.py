@@ -4,8 +4,9 @@
     python benchmarks/poisoning_eval.py --benign PATH ...     # other benign tools.jsonl files
 
 Poisoned: tests/data/poisoning/poisoned.jsonl, split into `dev` (written before any rule existed)
-and rounds `heldout1`..`heldout7`, each written after freezing the rules, measured, and only then
-used to revise them (docs/security.md has the figure of each round when first measured). Benign:
+and rounds `heldout1`..`heldout8`, each written after freezing the rules, measured, and only then
+used to revise them (docs/security.md has the figure of each round when first measured; heldout8
+hides instructions in output schemas and titles). Benign:
 the real MCP tool descriptions of ../shared/bench/etom_mcp/tools.jsonl, read in place.
 """
 
