@@ -67,6 +67,24 @@ async def test_a_changed_title_or_output_schema_is_quarantined_like_a_changed_de
     assert "audit@" not in send.content[0].text and "id_rsa" not in note.content[0].text
 
 
+async def test_a_new_title_or_output_schema_reaches_search_results_without_pinning(tmp_path: Path) -> None:
+    # The catalog is re-indexed when a fingerprint changes: a title-only change must count.
+    entry, spec = scripted(tmp_path, "office", [TITLED_SEND, RELOAD])
+    gateway = Gateway(load_registries([write_registry(tmp_path / "r.json", {"office": entry})]),
+                      ToolSearch(fast_search_settings()))
+    output = {"type": "object", "properties": {"server": {"type": "string"}, "sent": {"type": "integer"}}}
+    with anyio.fail_after(40):
+        async with gateway:
+            await gateway.ready(20)
+            async with Client(build_server(gateway), mode="legacy") as client:
+                spec.write_text(json.dumps({"tools": [dict(TITLED_SEND, title="Mail report", outputSchema=output), RELOAD]}))
+                await client.call_tool("execute_tool", {"name": "office__reload", "arguments": {}})
+                await catalog_where(gateway, lambda c: c.by_id["office__send_report"].title == "Mail report")
+                shown = found(await client.call_tool("search_tools", {"query": "send a status report by email"}))
+    assert shown["office__send_report"]["title"] == "Mail report"
+    assert shown["office__send_report"]["outputSchema"] == output
+
+
 def v1_fingerprint(tool: dict[str, Any]) -> str:
     """A tool's fingerprint as toolscout wrote it into version-1 pin files (no title, no output schema)."""
     fields = {"name": tool["name"], "description": tool["description"],
