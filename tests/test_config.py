@@ -108,7 +108,7 @@ def test_invalid_json_reports_the_file_line_and_column(tmp_path):
     with pytest.raises(ConfigError) as info:
         load_registries([path])
     assert str(path) in str(info.value)
-    assert "invalid JSON at line 3, column" in str(info.value)
+    assert "registry file" in str(info.value) and "is not valid JSON: line 3, column" in str(info.value)
 
 
 def test_an_unreadable_file_names_the_path_and_the_flag(tmp_path):

@@ -120,8 +120,15 @@ def test_malformed_json_reports_the_line_and_column(tmp_path):
         load_overlay(path)
 
 
+def test_an_overlay_file_that_is_not_utf8_is_a_clear_error(tmp_path):
+    path = tmp_path / "latin1.overlay.json"
+    path.write_bytes(b'{"version": 1, "tools": {"git__log": {"synonyms": ["caf\xe9"]}}}')
+    with pytest.raises(ConfigError, match=r"latin1.overlay.json is not UTF-8 text: line 1, column 56"):
+        load_overlay(path)
+
+
 def test_a_missing_overlay_file_is_a_clear_error(tmp_path):
-    with pytest.raises(ConfigError, match="cannot be read"):
+    with pytest.raises(ConfigError, match="cannot read overlay file .*absent.json"):
         load_overlay(tmp_path / "absent.json")
 
 

@@ -67,5 +67,5 @@ def test_a_weights_file_that_is_not_one_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="weights.json: unknown signal"):
         apply_weights_option(SearchSettings(), str(bad))
     bad.write_text("{")
-    with pytest.raises(ValueError, match="not JSON"):
+    with pytest.raises(ValueError, match=r"weights.json is not valid JSON: line 1, column 2: .*toolscout tune"):
         apply_weights_option(SearchSettings(), str(bad))

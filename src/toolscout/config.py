@@ -29,6 +29,7 @@ from typing import Any, Literal
 import jsonschema
 
 from toolscout.errors import ConfigError
+from toolscout.json_files import read_json_file
 from toolscout.registry_formats import entries_from_document
 
 __all__ = [
@@ -87,6 +88,10 @@ _ENTRY_SCHEMA: dict[str, Any] = {
 _ENTRY_VALIDATOR = jsonschema.Draft202012Validator(_ENTRY_SCHEMA)
 
 
+# Appended to a file that cannot be read or parsed: which flag names it, where its format is.
+_ADVICE = "Registry files are given with --registry; docs/registry.md describes the format."
+
+
 def default_registry_path() -> Path:
     """The bundled default registry (registry/default.json, shipped as package data)."""
     return follow_text_symlink(Path(str(resources.files("toolscout") / "data" / "default.json")))
@@ -111,7 +116,8 @@ def load_registries(paths: Sequence[Path]) -> list[ServerSpec]:
     origin: dict[str, str] = {}
     for path in paths:
         where = str(path)
-        for name, entry in entries_from_document(_read_json(Path(path)), where):
+        document = read_json_file(Path(path), "registry file", advice=_ADVICE)
+        for name, entry in entries_from_document(document, where):
             if not isinstance(name, str) or not name.strip():
                 raise ConfigError(f"{where}: server names must be non-empty strings")
             if name in origin:
@@ -188,40 +194,6 @@ def build_spec(name: str, entry: object, path: Path) -> ServerSpec | None:
         secrets=frozenset(s for s in expander.secrets if len(s) >= MIN_SECRET_LENGTH),
         error=error,
     )
-
-
-def _read_json(path: Path) -> object:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read registry file {path}: {exc.strerror or exc}; check the path given to "
-            "--registry"
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"registry file {path} is not UTF-8 text: {exc.reason}") from exc
-    try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from exc
-    except _DuplicateKey as exc:
-        raise ConfigError(f"{path}: key '{exc.args[0]}' appears twice in one object") from exc
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # json.loads would silently keep the last of two servers with the same name.
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKey(key)
-        result[key] = value
-    return result
 
 
 def _describe(error: jsonschema.ValidationError) -> str:

@@ -12,7 +12,6 @@ A signal with weight 0 (or absent from `weights`) is off and never computed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,6 +19,7 @@ from types import MappingProxyType
 
 import platformdirs
 
+from toolscout.json_files import read_json_file
 from toolscout.models import DEFAULT_MODEL
 
 SIGNALS = ("bm25_name", "bm25_description", "bm25_expansion", "tfidf", "dense", "intent")
@@ -140,12 +140,8 @@ def apply_weights_option(settings: SearchSettings, text: str) -> SearchSettings:
     """
     if "=" in text or not (text.endswith(".json") or Path(text).is_file()):
         return settings.with_weights(parse_weights(text))
-    try:
-        document = json.loads(Path(text).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ValueError(f"weights file {text} cannot be read: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"weights file {text} is not JSON ({exc.msg}); write it with `toolscout tune`") from None
+    advice = "Write it with `toolscout tune`."
+    document = read_json_file(Path(text), "weights file", error=ValueError, advice=advice)
     raw = document.get("weights") if isinstance(document, dict) else None
     if not isinstance(raw, dict) or not all(isinstance(v, (int, float)) for v in raw.values()):
         raise ValueError(f'weights file {text} needs {{"weights": {{"signal": number, ...}}}}')

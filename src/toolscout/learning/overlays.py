@@ -16,7 +16,6 @@ catalog (`unmatched_patterns`), because upstreams come and go and that is not an
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any
 import jsonschema
 
 from toolscout.errors import ConfigError
+from toolscout.json_files import read_json_file
 from toolscout.learning.phrases import MAX_PHRASE_CHARS, MAX_PHRASES_PER_TOOL, merge_phrases
 
 logger = logging.getLogger(__name__)
@@ -35,6 +35,7 @@ OVERLAY_VERSION = 1
 # `servers.json` keeps its overlay in `servers.overlay.json`.
 OVERLAY_SUFFIX = ".overlay.json"
 FIELDS = ("phrases", "synonyms", "examples")
+_FORMAT_ADVICE = "The format is described in docs/learning.md."
 
 _PHRASE_LIST = {
     "type": "array",
@@ -133,7 +134,7 @@ def parse_overlay(document: Any, source: str) -> Overlay:
         more = f"\n  ... and {len(errors) - 5} more" if len(errors) > 5 else ""
         raise ConfigError(
             f"overlay file {source} is not valid:\n" + "\n".join(lines) + more
-            + "\nThe format is described in docs/learning.md."
+            + "\n" + _FORMAT_ADVICE
         )
     entries = tuple(
         OverlayEntry(pattern, *(tuple(body.get(name, ())) for name in FIELDS))
@@ -144,17 +145,7 @@ def parse_overlay(document: Any, source: str) -> Overlay:
 
 def load_overlay(path: Path) -> Overlay:
     """Read and validate one overlay file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"overlay file {path} cannot be read: {exc.strerror or exc}") from exc
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"overlay file {path} is not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from exc
-    return parse_overlay(document, str(path))
+    return parse_overlay(read_json_file(path, "overlay file", advice=_FORMAT_ADVICE), str(path))
 
 
 def load_overlays(paths: Iterable[Path]) -> tuple[Overlay, ...]:

@@ -43,6 +43,7 @@ from filelock import FileLock, Timeout
 
 from toolscout.catalog import ToolRecord
 from toolscout.errors import ConfigError
+from toolscout.json_files import read_json_file
 from toolscout.security.changes import compare
 
 __all__ = [
@@ -69,6 +70,10 @@ _READABLE_VERSIONS = (1, 2)
 FINGERPRINT_VERSION = 2
 _LEGACY_FINGERPRINT = 1
 _LOCK_TIMEOUT = 10.0
+_RECOVERY = (
+    "It records which tool definitions were approved. Repair it, or move it away to start over "
+    "(every tool is then trusted again on first use, or pending in strict mode)."
+)
 
 Key = tuple[str, str]
 
@@ -210,20 +215,10 @@ class PinStore:
     # -- file handling -------------------------------------------------------------------------
 
     def _load(self) -> dict[str, Any]:
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return {"version": STATE_VERSION, "tools": {}}
-        except OSError as exc:
-            raise PinStateError(f"cannot read pin state file {self.path}: {exc.strerror or exc}") from exc
-        try:
-            state = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise PinStateError(
-                f"pin state file {self.path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                f"{exc.msg}). It records which tool definitions were approved. Repair it, or move it away "
-                "to start over (every tool is then trusted again on first use, or pending in strict mode)."
-            ) from exc
+        state = read_json_file(
+            self.path, "pin state file", error=PinStateError, advice=_RECOVERY,
+            if_missing={"version": STATE_VERSION, "tools": {}},
+        )
         version = state.get("version") if isinstance(state, dict) else None
         if isinstance(version, int) and version > STATE_VERSION and isinstance(state.get("tools"), dict):
             raise PinStateError(
