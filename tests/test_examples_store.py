@@ -56,6 +56,13 @@ def test_a_bad_examples_line_is_reported_with_file_line_and_expected_shape():
         read_examples(["{query: b}"], "ex.jsonl")
 
 
+def test_an_examples_file_that_is_not_utf8_is_a_clear_error_not_a_traceback(tmp_path):
+    path = tmp_path / "ex.jsonl"
+    path.write_bytes('{"query": "caf\u00e9", "tools": ["t"]}\n'.encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"ex.jsonl is not UTF-8 text .*save it as UTF-8 JSON Lines"):
+        load_examples(path)
+
+
 def test_examples_round_trip_through_the_file_format():
     examples = [Example("convert a pdf to markdown", ("markitdown__convert",))]
     stream = io.StringIO()

@@ -82,6 +82,10 @@ def load_examples(path: Path) -> list[Example]:
             return read_examples(handle, str(path))
     except OSError as exc:
         raise ConfigError(f"examples file {path} cannot be read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"examples file {path} is not UTF-8 text ({exc.reason}); save it as UTF-8 JSON Lines"
+        ) from exc
 
 
 def load_example_files(paths: Iterable[Path]) -> list[Example]:
