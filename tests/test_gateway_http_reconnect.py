@@ -1,14 +1,21 @@
 """An HTTP upstream that restarted no longer knows the gateway's session: the gateway reconnects
-on the next call and sends that call again, so the agent never sees the upstream's restart."""
+on the next call and sends that call again, so the agent never sees the upstream's restart.
+
+Sessions exist only on the handshake protocols (up to 2025-11-25), so the upstream here speaks
+only those, like a server built before protocol 2026-07-28.
+"""
 
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 import anyio
 import pytest
 import uvicorn
 from conftest import fast_search_settings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.responses import PlainTextResponse
 from upstreams import weather_server
 
 from toolscout.config import ServerSpec
@@ -18,10 +25,25 @@ from toolscout.search import ToolSearch
 pytestmark = pytest.mark.anyio
 
 
+class HandshakeOnly:
+    """ASGI middleware refusing requests of newer protocols, as servers that predate them do."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        versions = [v.decode() for k, v in scope.get("headers", ()) if k == b"mcp-protocol-version"]
+        if scope["type"] == "http" and any(v not in HANDSHAKE_PROTOCOL_VERSIONS for v in versions):
+            await PlainTextResponse("Bad Request: Unsupported protocol version", status_code=400)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 async def _serve_once(port: int, tg: anyio.abc.TaskGroup) -> tuple[uvicorn.Server, anyio.Event, int]:
     """Serve a fresh weather server (new process state, no sessions) on `port` (0: any free one)."""
     sock = socket.create_server(("127.0.0.1", port))
-    server = uvicorn.Server(uvicorn.Config(weather_server.server.streamable_http_app(), log_level="critical", lifespan="on"))
+    app = HandshakeOnly(weather_server.server.streamable_http_app())
+    server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="on"))
     done = anyio.Event()
 
     async def run() -> None:

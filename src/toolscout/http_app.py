@@ -21,6 +21,7 @@ import socket
 from collections.abc import Sequence
 from typing import Any
 
+from mcp.server.subscriptions import ListenHandler
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -151,5 +152,19 @@ async def serve_http(
                            "use with --allowed-host", "" if host in _WILDCARDS else f" and {host}")
     logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp%s", shown, bound_port,
                 " (bearer token required)" if auth_token else "")
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve(sockets=[sock])
+
+    class Uvicorn(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            # A listen stream (protocol 2026-07-28) is a response that never ends by itself, and
+            # uvicorn waits for open responses before it stops: end them first, gracefully, so
+            # their clients know the stream was closed on purpose.
+            _close_listen_streams(server)
+            await super().shutdown(sockets)
+
+    await Uvicorn(uvicorn.Config(app, log_level="warning", lifespan="on")).serve(sockets=[sock])
+
+
+def _close_listen_streams(server: Any) -> None:
+    entry = server.get_request_handler("subscriptions/listen")
+    if entry is not None and isinstance(entry.handler, ListenHandler):
+        entry.handler.close()

@@ -19,6 +19,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 from toolscout import __version__, describe
 from toolscout.catalog import MAX_ID_LENGTH
@@ -58,7 +59,11 @@ _SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
 
 
 class _GatewayServer(Server[Any]):
-    """The SDK server, advertising tools.listChanged (the meta-tools' descriptions change)."""
+    """The SDK server, advertising tools.listChanged (the meta-tools' descriptions change).
+
+    These options are the handshake's (up to 2025-11-25); on 2026-07-28 the SDK advertises
+    listChanged because `subscriptions/listen` is served.
+    """
 
     def create_initialization_options(
         self,
@@ -86,7 +91,13 @@ class MetaTools:
     def __init__(self, gateway: Gateway, observers: Sequence[CallObserver] = ()) -> None:
         self.gateway = gateway
         self._observers = tuple(observers)
+        # Two ways of telling clients the tools changed, one per protocol era: clients that did the
+        # initialize handshake (up to 2025-11-25) get a notification on their session; clients on
+        # 2026-07-28 get it on the `subscriptions/listen` streams they opened, served by the SDK's
+        # ListenHandler from this bus.
         self._sessions: deque[ServerSession] = deque(maxlen=_MAX_TRACKED_SESSIONS)
+        self._bus = InMemorySubscriptionBus()
+        self.listen = ListenHandler(self._bus)
 
     # --- tools/list ------------------------------------------------------------------------
 
@@ -291,6 +302,7 @@ class MetaTools:
                 await session.send_tool_list_changed()
             except Exception:  # noqa: BLE001 - a client that went away is simply forgotten
                 self._sessions.remove(session)
+        await self._bus.publish(ToolsListChanged())
 
 
 def _shown(value: Any) -> str:
@@ -332,6 +344,7 @@ def build_server(gateway: Gateway, observers: Sequence[CallObserver] = ()) -> Se
         instructions=describe.instructions(gateway.statuses(), gateway.catalog),
         on_list_tools=meta.list_tools,
         on_call_tool=meta.call_tool,
+        on_subscriptions_listen=meta.listen,
     )
     server.middleware.append(meta.track_sessions)
 

@@ -71,6 +71,7 @@ async def notification_storm(count: int, ctx: Context) -> str:
     """Send `count` tools/list_changed and `count` log notifications, then answer."""
     for i in range(count):
         await ctx.session.send_tool_list_changed()
+        await ctx.notify_tools_changed()
         await ctx.info(f"log line {i}")
     return f"sent {count} of each"
 

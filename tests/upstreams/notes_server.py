@@ -1,6 +1,7 @@
 """A small notes server for the gateway tests (run as a stdio subprocess).
 
-`enable_archive_tools` adds a tool at run time and tells the client with tools/list_changed.
+`enable_archive_tools` adds a tool at run time and tells the client with tools/list_changed
+(on the session, or on its subscriptions/listen stream on protocol 2026-07-28).
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ def archive_note(note_id: int, reason: str = "") -> str:
 async def enable_archive_tools(ctx: Context) -> str:
     """Turn on the optional archive tools of this server."""
     server.add_tool(archive_note)
+    # Told both ways: on the session (handshake-era clients), on listen streams (2026-07-28).
     await ctx.session.send_tool_list_changed()
+    await ctx.notify_tools_changed()
     return "archive tools enabled"
 
 

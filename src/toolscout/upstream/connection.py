@@ -18,6 +18,7 @@ import mcp_types as types
 from mcp import Client, MCPError
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import ValidationError
 
@@ -44,6 +45,9 @@ DEFAULT_CALL_TIMEOUT = 45.0
 MAX_TOOL_PAGES = 500
 # After a stdio upstream stops, how long to wait for the last lines of its stderr.
 _STDERR_GRACE = 2.0
+# Pause before reopening a dropped listen stream, doubling while streams keep dropping.
+_RELISTEN_BASE_DELAY = 1.0
+_RELISTEN_MAX_DELAY = 60.0
 
 
 class Upstream:
@@ -156,9 +160,10 @@ class Upstream:
             tg.start_soon(self._start_watchdog, session_scope, connected)
             with session_scope:
                 async with AsyncExitStack() as stack:
+                    # "auto": the newest protocol the upstream speaks (2026-07-28, else the handshake).
                     client = Client(
                         self._transport(tail, ended),
-                        mode="legacy",
+                        mode="auto",
                         cache=None,
                         message_handler=self._on_message,
                         client_info=types.Implementation(name="toolscout", version=__version__),
@@ -196,6 +201,7 @@ class Upstream:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._follow_tool_changes, client)
+                tg.start_soon(self._listen_for_tool_changes, client)
                 await ended.wait()
                 tg.cancel_scope.cancel()
         finally:
@@ -257,6 +263,38 @@ class Upstream:
             self._tools_changed.set()
         elif isinstance(message, Exception):
             logger.debug("upstream '%s' transport error: %s", self.name, self._redact(str(message)))
+
+    async def _listen_for_tool_changes(self, client: Client) -> None:
+        """On 2026-07-28 an upstream announces tool changes only on a `subscriptions/listen` stream.
+
+        Such a stream has no replay, so the tools are listed again each time one opens: a change
+        made while none was open is not missed. A stream that drops is reopened, after a pause
+        that doubles while streams keep dropping without a change (a proxy cutting idle streams).
+        On the handshake era the announcements come on the session itself (`_on_message`).
+        """
+        tools = client.server_capabilities.tools
+        if tools is None or not tools.list_changed:
+            return
+        lost = 0
+        while True:
+            try:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    self._tools_changed.set()
+                    async for _change in subscription:
+                        lost = 0
+                        self._tools_changed.set()
+                return  # closed on purpose by the upstream (it is shutting down)
+            except ListenNotSupportedError:
+                return
+            except SubscriptionLost as exc:
+                logger.debug("upstream '%s': listen stream lost: %s", self.name, self._redact(str(exc)))
+            except MCPError as exc:
+                logger.warning(
+                    "upstream '%s': cannot follow its tool changes: %s", self.name, self._redact(exc.message)
+                )
+                return
+            await anyio.sleep(min(_RELISTEN_BASE_DELAY * 2**lost, _RELISTEN_MAX_DELAY))
+            lost += 1
 
     async def _follow_tool_changes(self, client: Client) -> None:
         """Re-list after each tools/list_changed; a burst of notifications costs one re-list."""
