@@ -40,7 +40,6 @@ from toolscout.upstream import Catalog
 pytestmark = pytest.mark.anyio
 
 MODERN = "2026-07-28"
-ADD = {"name": "reports__add_export_tool", "arguments": {}}
 
 
 def _registry(tmp_path: Path, announce: str) -> Path:
@@ -55,9 +54,13 @@ async def _gateway(tmp_path: Path, announce: str) -> AsyncIterator[Gateway]:
         yield gateway
 
 
-async def _add_export_tool(client: Client) -> None:
-    result = await client.call_tool("execute_tool", ADD)
+async def _execute(client: Client, tool_id: str) -> None:
+    result = await client.call_tool("execute_tool", {"name": tool_id, "arguments": {}})
     assert not result.is_error, result.content
+
+
+async def _add_report_tool(client: Client) -> None:
+    await _execute(client, "reports__add_report_tool")
 
 
 async def _search_description(client: Client) -> str:
@@ -74,11 +77,11 @@ async def test_a_client_on_2026_07_28_is_told_on_its_listen_stream_when_an_upstr
             assert client.server_capabilities.tools is not None and client.server_capabilities.tools.list_changed
             before = await _search_description(client)
             async with client.listen(tools_list_changed=True) as subscription:
-                await _add_export_tool(client)
+                await _add_report_tool(client)
                 change = await anext(subscription)
             after = await _search_description(client)
     assert change == ToolsListChanged()
-    assert "reports (1 tool" in before and "reports (2 tools" in after
+    assert "reports (2 tools" in before and "reports (3 tools" in after
 
 
 async def test_clients_on_both_protocols_over_http_are_told_about_the_same_change(tmp_path: Path) -> None:
@@ -100,7 +103,7 @@ async def test_clients_on_both_protocols_over_http_are_told_about_the_same_chang
                 Client(url, mode="legacy", message_handler=on_message) as legacy,
                 modern.listen(tools_list_changed=True) as subscription,
             ):
-                await _add_export_tool(modern)
+                await _add_report_tool(modern)
                 change = await anext(subscription)
                 await told_on_session.wait()
                 protocols = (modern.session.protocol_version, legacy.session.protocol_version)
@@ -116,13 +119,13 @@ async def test_a_client_on_2026_07_28_over_stdio_is_told_on_its_listen_stream(tm
     with anyio.fail_after(60):
         async with Client(toolscout, mode="auto") as client:
             async with client.listen(tools_list_changed=True) as subscription:
-                await _add_export_tool(client)
+                await _add_report_tool(client)
                 change = await anext(subscription)
             after = await _search_description(client)
             protocol = client.session.protocol_version
     assert protocol == MODERN
     assert change == ToolsListChanged()
-    assert "reports (2 tools" in after
+    assert "reports (3 tools" in after
 
 
 async def test_stopping_the_http_server_closes_listen_streams_gracefully(tmp_path: Path) -> None:
@@ -171,8 +174,33 @@ async def test_the_gateway_hears_an_upstream_announce_new_tools_on_either_protoc
     with anyio.fail_after(30):
         async with _gateway(tmp_path, announce) as gateway, Client(build_server(gateway), mode="legacy") as client:
             gateway.add_listener(on_change)
-            await _add_export_tool(client)
+            await _add_report_tool(client)
             await grown.wait()
             found = await client.call_tool("search_tools", {"query": "export the quarterly sales report"})
     assert found.structured_content is not None
     assert found.structured_content["tools"][0]["id"] == "reports__export_report"
+
+
+async def test_the_gateway_listens_again_after_an_upstream_closes_its_listen_stream(tmp_path: Path) -> None:
+    changed = anyio.Event()
+
+    async def on_change(catalog: Catalog) -> None:
+        changed.set()
+
+    async def catalog_gains(gateway: Gateway, tool_id: str) -> None:
+        nonlocal changed
+        while tool_id not in gateway.catalog.by_id:
+            await changed.wait()
+            changed = anyio.Event()
+
+    with anyio.fail_after(30):
+        async with _gateway(tmp_path, "listen") as gateway, Client(build_server(gateway), mode="legacy") as client:
+            gateway.add_listener(on_change)
+            # Closed as by an upstream that restarts: the tool added meanwhile is found by the
+            # listing that follows the opening of the next stream...
+            await _execute(client, "reports__end_listen_streams")
+            await _add_report_tool(client)
+            await catalog_gains(gateway, "reports__export_report")
+            # ...and the next change is announced on that stream.
+            await _add_report_tool(client)
+            await catalog_gains(gateway, "reports__archive_report")

@@ -3,8 +3,10 @@
     announcing_server.py listen    # speaks 2026-07-28 too; announces only on subscriptions/listen streams
     announcing_server.py session   # speaks only the initialize handshake; announces on the session
 
-Calling `add_export_tool` adds `export_report` and announces the change the chosen way, so a test
-sees whether the gateway follows each protocol era's own mechanism.
+Each call of `add_report_tool` adds the next of `export_report` and `archive_report` and announces
+the change the chosen way, so a test sees whether the gateway follows each protocol era's own
+mechanism. `end_listen_streams` closes the open listen streams gracefully, as a server that is
+stopping does.
 """
 
 from __future__ import annotations
@@ -21,18 +23,24 @@ from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 ANNOUNCE = sys.argv[1]
-ADD = types.Tool(
-    name="add_export_tool",
-    description="Turn on the report export tool of this server.",
-    input_schema={"type": "object", "properties": {}},
-)
-EXPORT = types.Tool(
-    name="export_report",
-    description="Export the quarterly sales report as a spreadsheet file.",
-    input_schema={"type": "object", "properties": {"quarter": {"type": "string"}}},
-)
-TOOLS = [ADD]
+NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}}
+ADD = types.Tool(name="add_report_tool", description="Turn on the next report tool.", input_schema=NO_ARGUMENTS)
+END = types.Tool(name="end_listen_streams", description="Close the listen streams.", input_schema=NO_ARGUMENTS)
+LATER = [
+    types.Tool(
+        name="export_report",
+        description="Export the quarterly sales report as a spreadsheet file.",
+        input_schema={"type": "object", "properties": {"quarter": {"type": "string"}}},
+    ),
+    types.Tool(
+        name="archive_report",
+        description="Move an old sales report into the archive.",
+        input_schema={"type": "object", "properties": {"report": {"type": "string"}}},
+    ),
+]
+TOOLS = [ADD, END]
 bus = InMemorySubscriptionBus()
+listen = ListenHandler(bus)
 
 
 async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -40,8 +48,10 @@ async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> t
 
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-    if params.name == ADD.name and EXPORT not in TOOLS:
-        TOOLS.append(EXPORT)
+    if params.name == END.name:
+        listen.close()
+    elif params.name == ADD.name and LATER:
+        TOOLS.append(LATER.pop(0))
         if ANNOUNCE == "listen":
             await bus.publish(ToolsListChanged())
         else:
@@ -53,7 +63,7 @@ server = Server(
     "announcing",
     on_list_tools=list_tools,
     on_call_tool=call_tool,
-    on_subscriptions_listen=ListenHandler(bus) if ANNOUNCE == "listen" else None,
+    on_subscriptions_listen=listen if ANNOUNCE == "listen" else None,
 )
 
 

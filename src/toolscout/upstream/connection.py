@@ -45,7 +45,7 @@ DEFAULT_CALL_TIMEOUT = 45.0
 MAX_TOOL_PAGES = 500
 # After a stdio upstream stops, how long to wait for the last lines of its stderr.
 _STDERR_GRACE = 2.0
-# Pause before reopening a dropped listen stream, doubling while streams keep dropping.
+# Pause before opening another listen stream after one ended, doubling while they keep ending.
 _RELISTEN_BASE_DELAY = 1.0
 _RELISTEN_MAX_DELAY = 60.0
 
@@ -268,33 +268,33 @@ class Upstream:
         """On 2026-07-28 an upstream announces tool changes only on a `subscriptions/listen` stream.
 
         Such a stream has no replay, so the tools are listed again each time one opens: a change
-        made while none was open is not missed. A stream that drops is reopened, after a pause
-        that doubles while streams keep dropping without a change (a proxy cutting idle streams).
+        made while none was open is not missed. A stream that ends, on purpose or not, is opened
+        again after a pause that doubles while streams keep ending without a change: over HTTP
+        nothing else tells that the upstream restarted (a proxy may also cut idle streams).
         On the handshake era the announcements come on the session itself (`_on_message`).
         """
         tools = client.server_capabilities.tools
         if tools is None or not tools.list_changed:
             return
-        lost = 0
+        ended = 0  # streams in a row that ended without announcing a change
         while True:
             try:
                 async with client.listen(tools_list_changed=True) as subscription:
                     self._tools_changed.set()
                     async for _change in subscription:
-                        lost = 0
+                        ended = 0
                         self._tools_changed.set()
-                return  # closed on purpose by the upstream (it is shutting down)
+                logger.debug("upstream '%s' closed its listen stream", self.name)
             except ListenNotSupportedError:
                 return
             except SubscriptionLost as exc:
                 logger.debug("upstream '%s': listen stream lost: %s", self.name, self._redact(str(exc)))
             except MCPError as exc:
-                logger.warning(
-                    "upstream '%s': cannot follow its tool changes: %s", self.name, self._redact(exc.message)
-                )
-                return
-            await anyio.sleep(min(_RELISTEN_BASE_DELAY * 2**lost, _RELISTEN_MAX_DELAY))
-            lost += 1
+                log = logger.warning if ended == 0 else logger.debug
+                log("upstream '%s': cannot open a listen stream for its tool changes: %s",
+                    self.name, self._redact(exc.message))
+            await anyio.sleep(min(_RELISTEN_BASE_DELAY * 2**ended, _RELISTEN_MAX_DELAY))
+            ended += 1
 
     async def _follow_tool_changes(self, client: Client) -> None:
         """Re-list after each tools/list_changed; a burst of notifications costs one re-list."""
