@@ -5,6 +5,7 @@ import pytest
 
 from toolscout.errors import DatasetError
 from toolscout.eval.crossval import (
+    about_other_tools,
     cross_validation_folds,
     load_eval_examples,
     split_folds,
@@ -79,3 +80,27 @@ def test_eval_cross_validates_and_drops_file_examples_equal_to_an_evaluated_requ
     assert "| fold 3 |" in out and "| all folds |" in out
     # The file's example equal to the request evaluated in one fold is dropped there.
     assert "1 examples from" in caplog.text and "1 dropped" in caplog.text
+
+
+def test_a_split_by_tool_set_keeps_every_request_with_the_same_tools_in_one_fold():
+    for fold in cross_validation_folds(QUERIES, 3, by="tools"):
+        evaluated = {frozenset(q.relevant) for q in fold.queries}
+        seen = {frozenset(example.tool_ids) for example in fold.examples}
+        assert fold.queries and not evaluated & seen
+
+
+def test_examples_about_other_tools_share_no_tool_with_any_evaluated_request():
+    queries = [Query(id=str(i), text=f"request {i}", relevant=tools) for i, tools in
+               enumerate([("a",), ("a", "b"), ("b",), ("c",), ("c", "d"), ("d",)])]
+    for fold in cross_validation_folds(queries, 3, by="tools"):
+        narrowed = about_other_tools(fold)
+        used = {tool for q in fold.queries for tool in q.relevant}
+        assert all(used.isdisjoint(example.tool_ids) for example in narrowed.examples)
+        kept = [e for e in fold.examples if used.isdisjoint(e.tool_ids)]
+        assert list(narrowed.examples) == kept
+        assert narrowed.dropped == fold.dropped + len(fold.examples) - len(kept)
+
+
+def test_an_unknown_split_is_a_clear_error():
+    with pytest.raises(DatasetError, match="unknown fold split 'topic'"):
+        split_folds(QUERIES, 3, by="topic")

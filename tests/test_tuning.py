@@ -24,7 +24,7 @@ RANKINGS = {
 
 
 def replay():
-    return record(lambda text, depth: RANKINGS[text], QUERIES, ["good", "noisy"], depth=4)
+    return record(lambda text, depth: (RANKINGS[text], {}), QUERIES, ["good", "noisy"], depth=4)
 
 
 @pytest.mark.parametrize("weights, k", [({"good": 1.0, "noisy": 1.0}, 5), ({"good": 2.0, "noisy": 0.5}, 1),

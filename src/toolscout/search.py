@@ -11,6 +11,11 @@ a search reads one immutable snapshot, swapped in atomically, and answers with k
 (saying so in `notice`) until `complete` has embedded the latest catalog and its example requests
 (the intent signal, `toolscout.index.intent`). No MCP imports here.
 
+With example requests, the signals they feed (the intent vote and the expansion field) weigh their
+weight x the query's intent confidence: full when close past requests agree on a tool, less when
+the nearest past requests are distant or disagree, nothing when none is close. Fusion stays
+weighted RRF; only those two weights change from query to query.
+
 Adding a signal: give it a name in `toolscout.settings.SIGNALS`, build a `Retriever` (one score
 per tool) into the snapshot, and it is ranked, fused and explained like the others. Signals over
 embeddings (e.g. nearest example requests) reuse `Query.embedding`, computed once per search, and
@@ -42,13 +47,14 @@ from toolscout.index.text import (
     name_document,
     tokenize,
 )
-from toolscout.settings import SearchSettings, parse_weights
+from toolscout.settings import LEARNED_SIGNALS, SearchSettings, parse_weights
 
 __all__ = [
     "ProgressCallback",
     "SearchHit",
     "SearchResponse",
     "SearchSettings",
+    "SignalRankings",
     "ToolSearch",
     "parse_weights",
 ]
@@ -77,6 +83,27 @@ class SearchResponse:
     signals: tuple[str, ...]
     # Set when the answer is degraded, e.g. while embeddings of a new catalog are being computed.
     notice: str | None = None
+
+
+@dataclass(frozen=True)
+class SignalRankings:
+    """Each ready signal's best tools for one query, before fusion (what weight tuning replays)."""
+
+    rankings: Mapping[str, list[ToolRecord]]
+    # Factor on a signal's fusion weight for this query (the learned signals' intent confidence).
+    weight_scale: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """Each signal's best positions for one query, and the factor on each weight for it."""
+
+    positions: dict[str, list[int]]
+    weight_scale: dict[str, float]
+
+    def fuse(self, weights: Mapping[str, float], k: float) -> list[tuple[int, float]]:
+        scaled = {name: w * self.weight_scale.get(name, 1.0) for name, w in weights.items()}
+        return weighted_rrf(self.positions, scaled, k=k)
 
 
 @dataclass(frozen=True)
@@ -218,6 +245,7 @@ class ToolSearch:
                 len(snapshot.tools),
                 neighbours=self.settings.intent_neighbours,
                 min_similarity=self.settings.intent_min_similarity,
+                full_vote=self.settings.intent_full_vote,
             )
         return replace(snapshot, dense=dense, intent=intent, embedded=True)
 
@@ -236,14 +264,14 @@ class ToolSearch:
         vectors = self._encode(snapshot, parts) if parts else None
         # One encoder call for all sentences; their mean direction stands for the whole request.
         whole = mean_direction(vectors) if vectors is not None else None
-        rankings = self._rankings(snapshot, signals, text, depth, servers, whole)
-        fused = weighted_rrf(rankings, settings.weights, k=settings.rrf_k)
+        ranked = self._rankings(snapshot, signals, text, depth, servers, whole)
+        fused = ranked.fuse(settings.weights, settings.rrf_k)
         if parts:
             per_part = [
                 self._rankings(snapshot, signals, part, depth, servers, None if vectors is None else vectors[i])
                 for i, part in enumerate(parts)
             ]
-            fusions = [weighted_rrf(r, settings.weights, k=settings.rrf_k) for r in per_part]
+            fusions = [r.fuse(settings.weights, settings.rrf_k) for r in per_part]
             fused = add_best_part(fused, fusions, settings.sentence_weight)
         scores = dict(fused)
         order = [position for position, _ in fused]
@@ -252,7 +280,7 @@ class ToolSearch:
             exact = [p for p in _exact_matches(snapshot, text) if servers is None or snapshot.tools[p].server in servers]
             exact.sort(key=lambda p: -scores.get(p, 0.0))
             order = exact + [p for p in order if p not in set(exact)]
-        positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in rankings.items()}
+        positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in ranked.positions.items()}
         hits = []
         for position in order[:limit]:
             ranks = {name: ranked[position] for name, ranked in positions.items() if position in ranked}
@@ -263,15 +291,16 @@ class ToolSearch:
 
     def rankings(
         self, query: str, *, depth: int, servers: Collection[str] | None = None
-    ) -> dict[str, list[ToolRecord]]:
-        """Each ready signal's best `depth` tools, before fusion (what weight tuning replays)."""
+    ) -> SignalRankings:
+        """Each ready signal's best `depth` tools, before fusion, with this query's weight factors."""
         snapshot = self._snapshot
         signals = _ready_signals(snapshot)
         text = query.strip()
         if not text or not snapshot.tools:
-            return {}
+            return SignalRankings({})
         ranked = self._rankings(snapshot, signals, text, depth, servers)
-        return {name: [snapshot.tools[p] for p in positions] for name, positions in ranked.items()}
+        tools = {name: [snapshot.tools[p] for p in positions] for name, positions in ranked.positions.items()}
+        return SignalRankings(tools, ranked.weight_scale)
 
     def _rankings(
         self,
@@ -281,14 +310,25 @@ class ToolSearch:
         depth: int,
         servers: Collection[str] | None,
         embedding: np.ndarray | None = None,
-    ) -> dict[str, list[int]]:
+    ) -> _Ranked:
         if embedding is None:
             # One query embedding, shared by every embedding signal.
             embedding = self._encode(snapshot, [text])
             embedding = None if embedding is None else embedding[0]
         request = Query(text=text, tokens=tuple(tokenize(text, stem=self.settings.stem)), embedding=embedding)
         allowed = np.isin(snapshot.servers, list(servers)) if servers is not None else None
-        return {name: _top(r.scores(request), allowed, depth) for name, r in signals.items()}
+        positions: dict[str, list[int]] = {}
+        scale: dict[str, float] = {}
+        for name, retriever in signals.items():
+            if isinstance(retriever, IntentRetriever):
+                vote = retriever.vote(request)
+                positions[name] = _top(vote.scores, allowed, depth)
+                # Both learned signals read the same past requests: when none is close to this
+                # query, neither is trusted (the zero-shot signals decide).
+                scale = dict.fromkeys(LEARNED_SIGNALS, vote.confidence)
+            else:
+                positions[name] = _top(retriever.scores(request), allowed, depth)
+        return _Ranked(positions, scale)
 
     def _encode(self, snapshot: _Snapshot, texts: Sequence[str]) -> np.ndarray | None:
         """Embeddings of `texts` when an embedding signal is ready, else None."""

@@ -24,6 +24,9 @@ from toolscout.models import DEFAULT_MODEL
 
 SIGNALS = ("bm25_name", "bm25_description", "bm25_expansion", "tfidf", "dense", "intent")
 LEXICAL_SIGNALS = ("bm25_name", "bm25_description", "bm25_expansion", "tfidf")
+# Signals fed by example requests (the expansion field and the intent vote): with examples, their
+# weights follow each query's intent confidence (`intent_full_vote`).
+LEARNED_SIGNALS = ("bm25_expansion", "intent")
 
 # Tuned on toollens_train queries only, never on the evaluation sets: a grid over k in
 # {1, 5, 10, 20, 60} and the weights, fitted on 2,500 queries, checked on 2,500 others. k = 5 and
@@ -45,9 +48,12 @@ DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
 )
 DEFAULT_RRF_K = 5
 DEFAULT_INTENT_NEIGHBOURS = 10
-# 10 neighbours, and a cosine floor of 0.4 (all-MiniLM-L6-v2): on toollens_train cross-validation
-# the floor costs nothing, and it keeps a handful of unrelated examples from voting on every query.
-DEFAULT_INTENT_MIN_SIMILARITY = 0.4
+# A cosine floor of 0.55 (all-MiniLM-L6-v2) and full trust at a top vote of 0.6 x 10 neighbours:
+# chosen on toollens_train by cross-validation over three splits of the examples (by request, by
+# relevant tool set, and sharing no tool with the evaluated requests), as the best sum of Full
+# Recall@10 + MRR@10 over the three (docs/benchmarks.md, "Tuned weights").
+DEFAULT_INTENT_MIN_SIMILARITY = 0.55
+DEFAULT_INTENT_FULL_VOTE = 0.6
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,9 @@ class SearchSettings:
     intent_neighbours: int = DEFAULT_INTENT_NEIGHBOURS
     # Examples less similar to the query than this (cosine) do not vote.
     intent_min_similarity: float = DEFAULT_INTENT_MIN_SIMILARITY
+    # With examples, the learned signals (LEARNED_SIGNALS) weigh their weight x the query's intent
+    # confidence: the best tool's vote / (this x intent_neighbours), at most 1. 0 always trusts fully.
+    intent_full_vote: float = DEFAULT_INTENT_FULL_VOTE
     # A request of several sentences also searches each sentence; a tool gains this weight x its
     # best sentence's fused score (toolscout.decompose); chosen on toollens_train. It costs one
     # batched encoding of the sentences: toolbench_stb p50 8.7-9.1 -> 10.8-13.0 ms. 0 turns it off.
@@ -85,6 +94,8 @@ class SearchSettings:
             raise ValueError("signal weights and sentence_weight must be >= 0")
         if self.rrf_k < 0 or self.candidates < 1 or self.intent_neighbours < 1:
             raise ValueError("rrf_k must be >= 0, candidates and intent_neighbours >= 1")
+        if not 0 <= self.intent_full_vote <= 1:
+            raise ValueError(f"intent_full_vote must be between 0 and 1, got {self.intent_full_vote}")
 
     @classmethod
     def lexical_only(cls, **overrides: object) -> SearchSettings:

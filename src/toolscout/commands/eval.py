@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from toolscout.errors import ToolscoutError
 from toolscout.eval import SLICE_FIELDS, EvalRun, load_dataset, run_engine, sample_queries
 from toolscout.eval.ablation import run_ablation
-from toolscout.eval.crossval import Fold, cross_validation_folds, load_eval_examples, pooled, without_overlap
+from toolscout.eval.crossval import SPLITS, Fold, about_other_tools, cross_validation_folds, load_eval_examples, pooled, without_overlap
 from toolscout.eval.datasets import Dataset, slice_fields_of
 from toolscout.eval.report import markdown_table, rows_of, slice_rows, write_report
 
@@ -52,7 +52,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="N-fold cross-validation over the query file: each fold evaluated with the "
                         "other folds' queries as examples; prints each fold and all folds together")
     parser.add_argument("--seed", type=int, default=0, help="seed of the fold split (default 0)")
+    add_split_option(parser)
     parser.set_defaults(handler=run)
+
+
+def add_split_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--split", choices=SPLITS, default="request",
+                        help="how folds are split: by request text (default); by set of relevant tools, so no "
+                        "evaluated request's tool set is ever an example; other-tools: by tool set, and only "
+                        "examples sharing no tool with the evaluated requests")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,9 +105,11 @@ def _folds(args: argparse.Namespace, dataset: Dataset) -> list[Fold]:
     """What is evaluated, and with which examples: one fold, or the cross-validation folds."""
     examples = load_eval_examples(args.examples) if args.examples else []
     if args.folds is not None:
-        folds = cross_validation_folds(dataset.queries, args.folds, seed=args.seed)
+        folds = cross_validation_folds(dataset.queries, args.folds, seed=args.seed, by=args.split)
         limit = None if args.limit_queries is None else max(1, args.limit_queries // len(folds))
         folds = [dataclasses.replace(fold, queries=sample_queries(fold.queries, limit)) for fold in folds]
+        if args.split == "other-tools":
+            folds = [about_other_tools(fold) for fold in folds]
     else:
         folds = [Fold(number=1, queries=sample_queries(dataset.queries, args.limit_queries), examples=())]
     result = []

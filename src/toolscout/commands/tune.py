@@ -12,15 +12,16 @@ import argparse
 import dataclasses
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
 from toolscout.commands._gateway import fail
-from toolscout.commands.eval import settings_from_args
+from toolscout.commands.eval import add_split_option, settings_from_args
 from toolscout.errors import ToolscoutError
 from toolscout.eval import build_engine, load_dataset, sample_queries
-from toolscout.eval.crossval import examples_of, load_eval_examples, split_folds, without_overlap
+from toolscout.eval.crossval import Fold, about_other_tools, examples_of, load_eval_examples, split_folds, without_overlap
 from toolscout.eval.datasets import Dataset, Query
 from toolscout.eval.tuning import RRF_K, Replay, Score, coordinate_ascent, record, score
 from toolscout.learning.examples import Example
@@ -43,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="learn from use: each fold's queries are searched with the other folds as examples")
     parser.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the fold split (default 0)")
+    add_split_option(parser)
     parser.add_argument("-k", type=int, default=10, help="cut-off rank of the objective (default 10)")
     parser.add_argument("--weights", help="starting weights, 'a=1,b=2' or a weights.json (default: the package's)")
     parser.add_argument("--params", help="comma-separated signals (and rrf_k) to tune (default: all that run, and rrf_k)")
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         dataset = load_dataset(args.dataset)
         start = settings_from_args(args)
         queries = sample_queries(dataset.queries, args.limit_queries)
-        folds = split_folds(queries, args.folds, seed=args.seed)
+        folds = split_folds(queries, args.folds, seed=args.seed, by=args.split)
         examples = load_eval_examples(args.examples) if args.examples else []
         replays = _record_folds(args, start, dataset, folds, examples)
     except ToolscoutError as exc:
@@ -115,11 +117,14 @@ def _record_folds(
         if engine is None:
             others = [q for i, other in enumerate(folds, start=1) if i != number for q in other]
             kept, _ = without_overlap([*examples_of(others), *examples], fold)
+            if args.split == "other-tools":
+                kept = list(about_other_tools(Fold(number, fold, tuple(kept))).examples)
             engine, _ = build_engine(recording, dataset, examples=kept)
-        signals = list(engine.rankings(fold[0].text, depth=1)) if fold else []
+        signals = list(engine.rankings(fold[0].text, depth=1).rankings) if fold else []
 
-        def rankings(text: str, depth: int, engine=engine) -> dict[str, list[str]]:
-            return {name: [t.id for t in tools] for name, tools in engine.rankings(text, depth=depth).items()}
+        def rankings(text: str, depth: int, engine=engine) -> tuple[dict[str, list[str]], Mapping[str, float]]:
+            ranked = engine.rankings(text, depth=depth)
+            return {name: [t.id for t in tools] for name, tools in ranked.rankings.items()}, ranked.weight_scale
 
         def progress(done: int, total: int, number: int = number) -> None:
             if done == total or done % max(1, total // 5) == 0:
@@ -166,6 +171,7 @@ def _document(args, dataset, start, final, rows, n_queries) -> dict:
             "queries": n_queries,
             "folds": args.folds,
             "seed": args.seed,
+            "split": args.split,
             "examples": "other folds" if args.fold_examples else (args.examples or "none"),
             "objective": f"full_recall@{args.k} + mrr@{args.k}",
             "start": {"weights": dict(start.weights), "rrf_k": start.rrf_k},

@@ -19,7 +19,7 @@ from toolscout.errors import ToolscoutError
 from toolscout.eval.datasets import Dataset, Query
 from toolscout.eval.runner import EvalRun, build_engine, engine_ranker, evaluate, run_engine
 from toolscout.learning.examples import Example
-from toolscout.settings import LEXICAL_SIGNALS, SearchSettings
+from toolscout.settings import LEARNED_SIGNALS, LEXICAL_SIGNALS, SearchSettings
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +27,6 @@ log = logging.getLogger(__name__)
 Reporter = Callable[[str, str, int, int], None]
 LEXICAL_FUSION = "lexical fusion"
 HYBRID = "hybrid"
-# Signals fed by example requests (the expansion field and the intent vote).
-LEARNED_SIGNALS = ("bm25_expansion", "intent")
 
 
 def configurations(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from toolscout.errors import DatasetError
@@ -22,6 +22,10 @@ from toolscout.eval.datasets import Query, _rows
 from toolscout.eval.runner import EvalRun, summarize
 from toolscout.index.intent import normalise_request
 from toolscout.learning.examples import Example
+
+# How queries are split into folds: by request text, by set of relevant tools, or by set of relevant
+# tools with the examples then limited to requests sharing no tool with the evaluated ones.
+SPLITS = ("request", "tools", "other-tools")
 
 
 @dataclass(frozen=True)
@@ -62,15 +66,27 @@ def without_overlap(examples: Sequence[Example], queries: Sequence[Query]) -> tu
     return kept, len(examples) - len(kept)
 
 
-def split_folds(queries: Sequence[Query], folds: int, *, seed: int = 0) -> list[tuple[Query, ...]]:
-    """`folds` disjoint parts of `queries`, deterministic for a seed; copies of a request stay together."""
+def split_folds(
+    queries: Sequence[Query], folds: int, *, seed: int = 0, by: str = "request"
+) -> list[tuple[Query, ...]]:
+    """`folds` disjoint parts of `queries`, deterministic for a seed; copies of a request stay together.
+
+    `by="tools"` keeps every request with the same set of relevant tools in one fold instead, so
+    no evaluated request's tool set is ever among the examples: past requests are about other
+    things (or other combinations of things), the hard case for learning from use.
+    """
     if folds < 2:
         raise DatasetError("--folds needs at least 2 folds")
-    groups: dict[str, list[Query]] = {}
+    by = "tools" if by == "other-tools" else by
+    if by not in SPLITS:
+        raise DatasetError(f"unknown fold split {by!r}; choose one of {', '.join(SPLITS)}")
+    groups: dict[object, list[Query]] = {}
     for query in queries:
-        groups.setdefault(normalise_request(query.text), []).append(query)
+        key = normalise_request(query.text) if by == "request" else frozenset(query.relevant)
+        groups.setdefault(key, []).append(query)
     if len(groups) < folds:
-        raise DatasetError(f"{len(groups)} distinct queries cannot be split into {folds} folds")
+        raise DatasetError(f"{len(groups)} distinct {'queries' if by == 'request' else 'tool sets'} "
+                           f"cannot be split into {folds} folds")
     keys = list(groups)
     random.Random(seed).shuffle(keys)
     parts: list[list[Query]] = [[] for _ in range(folds)]
@@ -79,9 +95,11 @@ def split_folds(queries: Sequence[Query], folds: int, *, seed: int = 0) -> list[
     return [tuple(part) for part in parts]
 
 
-def cross_validation_folds(queries: Sequence[Query], folds: int, *, seed: int = 0) -> list[Fold]:
-    """Each fold evaluated with the other folds' queries as examples."""
-    parts = split_folds(queries, folds, seed=seed)
+def cross_validation_folds(
+    queries: Sequence[Query], folds: int, *, seed: int = 0, by: str = "request"
+) -> list[Fold]:
+    """Each fold evaluated with the other folds' queries as examples (`split_folds` says how split)."""
+    parts = split_folds(queries, folds, seed=seed, by=by)
     result = []
     for number, part in enumerate(parts, start=1):
         others = [query for index, other in enumerate(parts, start=1) if index != number for query in other]
@@ -89,6 +107,17 @@ def cross_validation_folds(queries: Sequence[Query], folds: int, *, seed: int = 
         examples, dropped = without_overlap(examples_of(others), part)
         result.append(Fold(number=number, queries=part, examples=tuple(examples), dropped=dropped))
     return result
+
+
+def about_other_tools(fold: Fold) -> Fold:
+    """`fold` with only the examples that share no tool with any of its queries.
+
+    The harshest learning-from-use case: every past request is about other tools, so the learned
+    signals can only mislead, and the best a search can do is what it does without examples.
+    """
+    used = frozenset().union(*(query.answers for query in fold.queries))
+    kept = tuple(example for example in fold.examples if used.isdisjoint(example.tool_ids))
+    return replace(fold, examples=kept, dropped=fold.dropped + len(fold.examples) - len(kept))
 
 
 def pooled(runs: Sequence[EvalRun], label: str) -> EvalRun:

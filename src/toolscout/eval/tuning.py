@@ -4,7 +4,8 @@ Searching again for every candidate weight vector would cost a full evaluation e
 reads ranks, so each signal's candidate ranking of every query is recorded once (`record`), and a
 weight vector is scored by replaying weighted RRF over those ranks with numpy (`score`): the whole
 grid costs seconds. The exact-name fast path is not replayed (it reorders only queries naming a
-tool, and no signal weight changes it).
+tool, and no signal weight changes it). Per-query factors on a signal's weight (the learned signals'
+intent confidence) are recorded too and applied in the replay.
 
 Coordinate ascent: starting from the given weights, try every grid value of one parameter (a
 signal's weight, or k) with the others fixed, keep the best, move to the next parameter; repeat
@@ -35,13 +36,15 @@ class Replay:
     steps: np.ndarray  # [queries, candidates] int64: bit i set when the candidate covers step i
     answers: np.ndarray  # [queries, candidates] bool: relevant or acceptable
     step_counts: np.ndarray  # [queries]
+    scales: np.ndarray  # [queries, signals] float32: factor on each signal's weight for the query
 
     def __len__(self) -> int:
         return len(self.ranks)
 
     def subset(self, rows: Sequence[int] | np.ndarray) -> Replay:
         rows = np.asarray(rows, dtype=np.int64)
-        return Replay(self.signals, self.ranks[rows], self.steps[rows], self.answers[rows], self.step_counts[rows])
+        return Replay(self.signals, self.ranks[rows], self.steps[rows], self.answers[rows], self.step_counts[rows],
+                      self.scales[rows])
 
     @staticmethod
     def concat(parts: Sequence[Replay]) -> Replay:
@@ -57,11 +60,12 @@ class Replay:
             np.concatenate([pad(p.steps, 0) for p in parts]),
             np.concatenate([pad(p.answers, False) for p in parts]),
             np.concatenate([p.step_counts for p in parts]),
+            np.concatenate([p.scales for p in parts]),
         )
 
 
-# (query text, depth) -> {signal: ranked tool ids, best first}
-Rankings = Callable[[str, int], Mapping[str, Sequence[str]]]
+# (query text, depth) -> ({signal: ranked tool ids, best first}, {signal: factor on its weight})
+Rankings = Callable[[str, int], tuple[Mapping[str, Sequence[str]], Mapping[str, float]]]
 
 
 def record(
@@ -73,8 +77,10 @@ def record(
 ) -> Replay:
     """Ask for every query's per-signal rankings once (the expensive part of tuning)."""
     rows: list[tuple[list[str], np.ndarray]] = []
+    scales = np.ones((len(queries), len(signals)), dtype=np.float32)
     for done, query in enumerate(queries, start=1):
-        ranked = rankings(query.text, depth)
+        ranked, scale = rankings(query.text, depth)
+        scales[done - 1] = [scale.get(name, 1.0) for name in signals]
         # Candidates in the order fusion first sees them, so ties break as in the engine.
         candidates = list(dict.fromkeys(t for name in signals for t in ranked.get(name, ())))
         column = {tool_id: c for c, tool_id in enumerate(candidates)}
@@ -96,7 +102,7 @@ def record(
             steps[q, c] = sum(1 << g for g, group in enumerate(groups) if tool_id in group)
             answers[q, c] = tool_id in query.answers
     counts = np.array([min(len(q.relevant_groups), _MAX_STEPS) for q in queries], dtype=np.float64)
-    return Replay(tuple(signals), ranks, steps, answers, counts)
+    return Replay(tuple(signals), ranks, steps, answers, counts, scales)
 
 
 @dataclass(frozen=True)
@@ -114,7 +120,7 @@ def score(replay: Replay, weights: Mapping[str, float], rrf_k: float, cut: int =
     w = np.array([weights.get(name, 0.0) for name in replay.signals], dtype=np.float32)
     if not len(replay) or not w.any():
         return Score(0.0, 0.0)
-    fused = np.einsum("qsc,s->qc", 1.0 / (np.float32(rrf_k) + replay.ranks), w)
+    fused = np.einsum("qsc,qs->qc", 1.0 / (np.float32(rrf_k) + replay.ranks), replay.scales * w)
     cut = min(cut, fused.shape[1])
     top = np.argpartition(-fused, cut - 1, axis=1)[:, :cut]
     top_scores = np.take_along_axis(fused, top, axis=1)

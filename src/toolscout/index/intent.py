@@ -7,6 +7,14 @@ example request (through the same cached `Embedder` as the tool documents), find
 the sum of the similarities of those neighbours that name it: many close examples agreeing on a
 tool outvote one distant example.
 Tools no neighbour names are not retrieved. The query embedding is the one dense already computed.
+
+Fusion only sees ranks, so a vote's rank 1 would weigh the same whether ten close examples agree
+on it or one distant example names it. The vote therefore also says how sure it is: its
+`confidence` is the top tool's vote over `full_vote` x `neighbours` (capped at 1), i.e. full when
+the neighbours naming the best tool add up to that share of the largest possible vote (e.g. 8 of 10
+at cosine 0.75 for 0.6), and proportionally less below. The engine multiplies the weights of the
+signals fed by examples by it, per query: when past requests are about other things, retrieval
+falls back to the zero-shot signals instead of following them.
 """
 
 from __future__ import annotations
@@ -67,6 +75,15 @@ class IntentExamples:
         return bool(self.texts)
 
 
+@dataclass(frozen=True)
+class IntentVote:
+    """One query's vote: a score per tool (NOT_RETRIEVED where no neighbour names it), and how sure it is."""
+
+    scores: np.ndarray
+    # 0 (no neighbour close enough) to 1 (the best tool's vote reaches full_vote x neighbours).
+    confidence: float
+
+
 class IntentRetriever:
     """Scores tools by a k-nearest-neighbour vote over embedded example requests."""
 
@@ -78,6 +95,7 @@ class IntentRetriever:
         *,
         neighbours: int,
         min_similarity: float = 0.0,
+        full_vote: float = 0.0,
     ) -> None:
         if len(matrix) != len(labels):
             raise ValueError("one embedding per example request is needed")
@@ -87,6 +105,8 @@ class IntentRetriever:
         # Below this cosine an example is about something else: with few examples, the nearest
         # ones may be unrelated, and they must not vote.
         self.min_similarity = min_similarity
+        # The top vote at which the vote is fully trusted; 0 trusts every vote fully.
+        self.full_vote = full_vote * self.neighbours
         # Flattened (example, tool) pairs, so a vote is one bincount.
         self._owner = np.array([i for i, tools in enumerate(labels) for _ in tools], dtype=np.int64)
         self._tool = np.array([t for tools in labels for t in tools], dtype=np.int64)
@@ -94,19 +114,23 @@ class IntentRetriever:
         self._start = np.concatenate(([0], np.cumsum([len(tools) for tools in labels]))).astype(np.int64)
 
     def scores(self, query: Query) -> np.ndarray:
+        return self.vote(query).scores
+
+    def vote(self, query: Query) -> IntentVote:
         scores = np.full(self.size, NOT_RETRIEVED, dtype=np.float32)
         if query.embedding is None or len(self.matrix) == 0:
-            return scores
+            return IntentVote(scores, 0.0)
         # einsum: see DenseRetriever (much faster than `@` through some BLAS builds).
         similarity = np.einsum("ij,j->i", self.matrix, query.embedding.astype(np.float32, copy=False))
         count = min(self.neighbours, len(similarity))
         nearest = np.argpartition(-similarity, count - 1)[:count]
         nearest = nearest[similarity[nearest] >= self.min_similarity]
         if nearest.size == 0:
-            return scores
+            return IntentVote(scores, 0.0)
         pairs = np.concatenate([np.arange(self._start[i], self._start[i + 1]) for i in nearest])
         votes = np.bincount(self._tool[pairs], weights=similarity[self._owner[pairs]], minlength=self.size)
         named = np.zeros(self.size, dtype=bool)
         named[self._tool[pairs]] = True
         scores[named] = votes[named]
-        return scores
+        top = float(votes.max())
+        return IntentVote(scores, 1.0 if self.full_vote <= 0 else min(1.0, top / self.full_vote))
