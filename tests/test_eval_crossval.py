@@ -104,3 +104,12 @@ def test_examples_about_other_tools_share_no_tool_with_any_evaluated_request():
 def test_an_unknown_split_is_a_clear_error():
     with pytest.raises(DatasetError, match="unknown fold split 'topic'"):
         split_folds(QUERIES, 3, by="topic")
+
+
+def test_a_split_without_folds_is_refused_with_the_fix(tmp_path, capsys):
+    from test_eval_command import tiny_dataset
+
+    from toolscout.cli import main
+
+    assert main(["eval", tiny_dataset(tmp_path), "--model", "none", "--split", "tools"]) == 2
+    assert "add --folds N" in capsys.readouterr().err

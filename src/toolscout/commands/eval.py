@@ -70,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--limit-queries must be a positive integer")
     if args.json and (args.by or args.ablation):
         return _fail("--json prints the overall scores of one configuration; drop --by and --ablation")
+    if args.split != "request" and args.folds is None:
+        return _fail(f"--split {args.split} splits cross-validation folds; add --folds N (e.g. --folds 5)")
     fold_rows: list[EvalRun] = []
     try:
         dataset = load_dataset(args.dataset)
