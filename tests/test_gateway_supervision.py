@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import anyio
@@ -13,7 +14,7 @@ from toolscout.config import load_registries
 from toolscout.gateway import Gateway
 from toolscout.search import ToolSearch
 from toolscout.server import build_server
-from toolscout.upstream import Catalog
+from toolscout.upstream import Catalog, pool
 
 pytestmark = pytest.mark.anyio
 
@@ -41,6 +42,24 @@ async def test_a_call_on_an_upstream_that_dies_fails_naming_it_and_the_upstream_
     assert crashed.is_error
     assert "upstream 'fragile'" in crashed.content[0].text and "crash_now" in crashed.content[0].text
     assert not echoed.is_error and echoed.content[0].text == "hi"
+
+
+@pytest.mark.parametrize(("stable_uptime", "expected_delay"), [(0.0, "0.1 s"), (3600.0, "1 s")])
+async def test_an_upstream_that_was_up_for_long_is_restarted_at_once_one_that_just_started_after_a_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, stable_uptime: float, expected_delay: str
+) -> None:
+    # The threshold is moved instead of waiting for it: 0 makes any session "long", an hour none.
+    monkeypatch.setattr(pool, "STABLE_UPTIME", stable_uptime)
+    registry = write_registry(tmp_path / "servers.json", {"fragile": python_server("fragile_server.py")})
+    with anyio.fail_after(40), caplog.at_level(logging.INFO, logger="toolscout.upstream.pool"):
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), max_restarts=2) as gateway:
+            await gateway.ready(20)
+            async with Client(build_server(gateway), mode="legacy") as client:
+                await client.call_tool("execute_tool", {"name": "fragile__crash_now", "arguments": {}})
+                while not any("restarting in" in record.getMessage() for record in caplog.records):
+                    await anyio.sleep(0.05)
+    restarts = [record.getMessage() for record in caplog.records if "restarting in" in record.getMessage()]
+    assert restarts[0] == f"upstream 'fragile': restarting in {expected_delay}"
 
 
 async def test_a_call_that_outlasts_the_registry_timeout_fails_naming_the_upstream(tmp_path: Path) -> None:

@@ -87,6 +87,7 @@ class Upstream:
         self._session_scope: anyio.CancelScope | None = None
         self._tools_changed = anyio.Event()
         self._was_up = False
+        self._up_at = 0.0
         self.restarts = 0  # counted by the supervisor
         self.gave_up = False
         # Set once the first attempt has either connected or failed.
@@ -115,14 +116,15 @@ class Upstream:
         if self._session_scope is not None:
             self._session_scope.cancel()
 
-    async def run(self) -> bool:
+    async def run(self) -> float | None:
         """One connection attempt, served until it ends; records why it ended.
 
-        Returns whether the upstream came up during this attempt (a supervisor's backoff resets then).
+        Returns how many seconds the upstream stayed up, or None if it never came up (the
+        supervisor's backoff depends on it).
         """
         if self.spec.error:
             self._mark_down(self.spec.error)
-            return False
+            return None
         self.state, self.reason, self._was_up, self._fault = State.STARTING, None, False, None
         self.reconnect_now = False
         tail = StderrTail(self.name, redact=self._redact) if self.spec.transport == "stdio" else None
@@ -142,7 +144,7 @@ class Upstream:
         if tail is not None:
             tail.close()
         self._mark_down(reason)
-        return self._was_up
+        return anyio.current_time() - self._up_at if self._was_up else None
 
     def give_up(self, attempts: int) -> None:
         """Called by the supervisor: no more restarts; the status says so."""
@@ -194,7 +196,7 @@ class Upstream:
 
     async def _serve(self, client: Client, ended: anyio.Event) -> None:
         self._set_client(client, ended)
-        self.state, self._was_up = State.UP, True
+        self.state, self._was_up, self._up_at = State.UP, True, anyio.current_time()
         self.settled.set()
         logger.info("upstream '%s' connected: %d tools", self.name, len(self.tools))
         self._on_change()

@@ -6,8 +6,10 @@
         result = await pool.call(tool_id_record, arguments)
 
 A slow or dead upstream never blocks the others: each start is bounded by its own timeout and runs
-in its own task. An upstream whose session ends is restarted with capped exponential backoff,
-and given up on after `max_restarts` consecutive failed attempts (visible in its status).
+in its own task. An upstream that had been up for a while and then ends is restarted at once, one
+that dies soon after starting after a second; one that fails to start is retried with capped
+exponential backoff and given up on after `max_restarts` consecutive failed attempts (visible in
+its status).
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ logger = logging.getLogger(__name__)
 
 RESTART_BASE_DELAY = 1.0
 RESTART_MAX_DELAY = 60.0
+# A session that lasted this long was healthy, so its end is an incident rather than a crash loop:
+# the upstream is restarted almost at once instead of after the base delay.
+STABLE_UPTIME = 10.0
+QUICK_RESTART_DELAY = 0.1
 DEFAULT_MAX_RESTARTS = 5
 # On shutdown, how long upstreams get to close (stdio: stdin closed, then the process tree killed).
 _SHUTDOWN_GRACE = 8.0
@@ -122,15 +128,17 @@ class UpstreamPool:
         failures = 0
         try:
             while not self._stopping:
-                was_up = await upstream.run()
+                uptime = await upstream.run()
                 if self._stopping or upstream.spec.error:
                     return
-                failures = 0 if was_up else failures + 1
+                failures = 0 if uptime is not None else failures + 1
                 if failures > self.max_restarts:
                     if self.max_restarts:
                         upstream.give_up(failures)
                     return
                 delay = min(RESTART_BASE_DELAY * 2 ** max(failures - 1, 0), RESTART_MAX_DELAY)
+                if uptime is not None and uptime >= STABLE_UPTIME:
+                    delay = QUICK_RESTART_DELAY
                 if upstream.reconnect_now:
                     delay = 0.0  # a session the upstream forgot, not a crash: nothing to back off from
                 logger.info("upstream '%s': restarting in %g s", upstream.name, delay)
