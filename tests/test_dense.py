@@ -1,11 +1,13 @@
 """The packaged embedding model, for real (loading it costs seconds: once per module)."""
 
+import logging
+
 import numpy as np
 import pytest
 
 from toolscout.catalog import ToolRecord
 from toolscout.errors import ConfigError
-from toolscout.index.dense import load_encoder
+from toolscout.index.dense import exported_onnx, load_encoder
 from toolscout.models import DEFAULT_MODEL, resolve_model
 from toolscout.search import SearchSettings, ToolSearch
 
@@ -44,3 +46,15 @@ def test_models_resolve_from_packages_or_folders_and_unknown_ones_say_what_to_do
         resolve_model("no-such-model-package")
     with pytest.raises(ConfigError, match="neither an .onnx file nor weights"):
         load_encoder(resolve_model(str(tmp_path)), backend="onnx", work_dir=tmp_path)
+
+
+def test_the_one_time_export_tells_the_user_only_what_toolscout_is_doing(tmp_path, caplog):
+    # onnxruntime's quantizer logs dozens of lines to the root logger; they must not reach stderr.
+    caplog.set_level(logging.INFO)
+    location = resolve_model(DEFAULT_MODEL)
+    onnx_file = exported_onnx(location, tmp_path)
+    assert onnx_file.is_file()
+    assert [r.name for r in caplog.records if r.name == "root"] == []
+    assert any(r.name == "toolscout.index.dense" and "exporting" in r.getMessage() for r in caplog.records)
+    # Other loggers, root included, are left as they were.
+    assert logging.getLogger().filters == []

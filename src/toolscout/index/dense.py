@@ -17,7 +17,8 @@ import logging
 import os
 import tempfile
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +164,35 @@ class TorchEncoder:
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
 
 
+class _BelowError(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
+
+
+@contextmanager
+def _quiet_exporters() -> Iterator[None]:
+    """Silences what the exporting libraries say to the user about our build step.
+
+    onnxruntime's quantizer logs dozens of INFO lines and a pre-processing hint straight to the
+    root logger, and transformers draws a weight-loading bar; none of it is the user's business.
+    A filter on the root logger catches only records logged on the root logger itself, so
+    toolscout's own loggers (and other threads' progress) still reach the handlers.
+    """
+    from transformers.utils import logging as transformers_logging
+
+    quiet = _BelowError()
+    root = logging.getLogger()
+    root.addFilter(quiet)
+    bar_was_on = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        root.removeFilter(quiet)
+        if bar_was_on:
+            transformers_logging.enable_progress_bar()
+
+
 def exported_onnx(location: ModelLocation, work_dir: Path) -> Path:
     """The model exported to ONNX with dynamically quantised int8 weights, made once and cached."""
     key = hashlib.sha256(location.identity.encode()).hexdigest()[:16]
@@ -171,6 +201,12 @@ def exported_onnx(location: ModelLocation, work_dir: Path) -> Path:
         return target
     log.info("exporting %s to ONNX (once; cached in %s)", location.spec, target.parent)
     target.parent.mkdir(parents=True, exist_ok=True)
+    with _quiet_exporters():
+        _export(location, target)
+    return target
+
+
+def _export(location: ModelLocation, target: Path) -> None:
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from transformers import AutoModel
@@ -207,4 +243,3 @@ def exported_onnx(location: ModelLocation, work_dir: Path) -> Path:
         quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
         # Atomic: a concurrent process sees either no file or a whole one.
         os.replace(int8, target)
-    return target
