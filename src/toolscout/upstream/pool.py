@@ -51,6 +51,28 @@ DEFAULT_MAX_RESTARTS = 5
 _SHUTDOWN_GRACE = 8.0
 
 
+@dataclass
+class RestartPolicy:
+    """When to start an upstream again after a session ends, and when to stop trying.
+
+    `after(uptime)` is told how long the session that just ended was up (None: it never came up)
+    and returns the delay before the next attempt, or None to give up. Attempts that fail in a row
+    back off exponentially (1 s, 2 s, 4 s ... capped); a session that came up resets the count, so
+    only `max_restarts` consecutive failures end in a give-up.
+    """
+
+    max_restarts: int = DEFAULT_MAX_RESTARTS
+    failures: int = 0
+
+    def after(self, uptime: float | None) -> float | None:
+        self.failures = 0 if uptime is not None else self.failures + 1
+        if self.failures > self.max_restarts:
+            return None
+        if uptime is not None and uptime >= STABLE_UPTIME:
+            return QUICK_RESTART_DELAY
+        return min(RESTART_BASE_DELAY * 2 ** max(self.failures - 1, 0), RESTART_MAX_DELAY)
+
+
 @dataclass(frozen=True)
 class Catalog:
     """An immutable snapshot of the tools of the connected upstreams.
@@ -125,20 +147,17 @@ class UpstreamPool:
                 await upstream.finished.wait()
 
     async def _supervise(self, upstream: Upstream) -> None:
-        failures = 0
+        policy = RestartPolicy(self.max_restarts)
         try:
             while not self._stopping:
                 uptime = await upstream.run()
                 if self._stopping or upstream.spec.error:
                     return
-                failures = 0 if uptime is not None else failures + 1
-                if failures > self.max_restarts:
+                delay = policy.after(uptime)
+                if delay is None:
                     if self.max_restarts:
-                        upstream.give_up(failures)
+                        upstream.give_up(policy.failures)
                     return
-                delay = min(RESTART_BASE_DELAY * 2 ** max(failures - 1, 0), RESTART_MAX_DELAY)
-                if uptime is not None and uptime >= STABLE_UPTIME:
-                    delay = QUICK_RESTART_DELAY
                 if upstream.reconnect_now:
                     delay = 0.0  # a session the upstream forgot, not a crash: nothing to back off from
                 logger.info("upstream '%s': restarting in %g s", upstream.name, delay)
