@@ -1,5 +1,5 @@
 """Upstream lifecycle: a slow start blocks nobody, repeated failures end in a visible give-up, and
-an agent's cancellation reaches the upstream."""
+an agent's cancellation, or a timeout, reaches the upstream."""
 
 from __future__ import annotations
 
@@ -81,4 +81,19 @@ async def test_an_agents_cancellation_of_a_call_reaches_the_upstream(tmp_path: P
             # The upstream's tool sees the cancellation and leaves the marker (bounded above).
             while not marker.exists():
                 await anyio.sleep(0.05)
+    assert marker.read_text() == "cancelled"
+
+
+async def test_a_call_that_times_out_is_cancelled_at_the_upstream_too(tmp_path: Path) -> None:
+    marker = tmp_path / "cancelled.txt"
+    registry = write_registry(tmp_path / "servers.json", {"hostile": python_server("hostile_server.py", timeout=1)})
+    with anyio.fail_after(60):
+        async with gateway_session(registry) as (_, client):
+            result = await client.call_tool(
+                "execute_tool", {"name": "hostile__hang_until_cancelled", "arguments": {"marker": str(marker)}}
+            )
+            # The gateway stopped waiting; the upstream must stop working on it too (bounded above).
+            while not marker.exists():
+                await anyio.sleep(0.05)
+    assert result.is_error and "did not answer 'hang_until_cancelled' within 1 s" in result.content[0].text
     assert marker.read_text() == "cancelled"
