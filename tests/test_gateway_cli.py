@@ -7,8 +7,10 @@ import json
 import logging
 from pathlib import Path
 
+import anyio
 import pytest
 from conftest import failing_server, python_server, write_registry
+from gateway_session import gateway_session, text_of
 
 from toolscout.cli import build_parser, main
 from toolscout.commands._gateway import load_specs
@@ -88,3 +90,21 @@ def test_a_registry_secret_is_hidden_from_every_log_line_even_those_of_other_lib
     written = stream.getvalue()
     assert "mcp?key=***" in written and "X-Key: ***" in written
     assert "key-93be0c41aa" not in written
+
+
+@pytest.mark.anyio
+async def test_a_registry_secret_an_upstream_quotes_in_a_failed_call_reaches_the_agent_as_stars(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLSCOUT_TEST_KEY", "key-5c0d27e9b1")
+    entry = python_server("hostile_server.py", env={"API_KEY": "${TOOLSCOUT_TEST_KEY}", "DB_PASSWORD": "literal-4e8a7f"})
+    registry = write_registry(tmp_path / "servers.json", {"hostile": entry})
+    with anyio.fail_after(30):
+        async with gateway_session(registry, max_restarts=0) as (_, client):
+            results = [  # an isError result and a JSON-RPC error, each quoting the secret
+                await client.call_tool("execute_tool", {"name": f"hostile__{tool}", "arguments": {"name": name}})
+                for tool in ("fail_quoting_env", "reject_quoting_env") for name in ("API_KEY", "DB_PASSWORD")
+            ]
+    for result in results:
+        assert result.is_error and "the key *** was refused" in text_of(result)
+        assert "key-5c0d27e9b1" not in str(result) and "literal-4e8a7f" not in str(result)

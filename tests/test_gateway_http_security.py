@@ -2,23 +2,27 @@
 credentials never reaching an upstream.
 
 The gateway's app and an HTTP upstream that records the headers it receives are both served in
-this process by uvicorn on free ports of 127.0.0.1.
+this process by uvicorn on free ports of 127.0.0.1; `toolscout serve --transport http` is also run
+as a subprocess, to check that it takes its token from the environment.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2 as httpx
 import pytest
 import uvicorn
-from conftest import fast_search_settings
+from conftest import fast_search_settings, python_server, write_registry
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from serve_process import serve_command, served_over_http
 from upstreams import weather_server
 
 from toolscout.config import ServerSpec
@@ -121,3 +125,13 @@ async def test_host_and_origin_are_checked_on_any_bind_address(served: dict[str,
         assert await _post(url, host=f"127.0.0.1:{port}", origin="http://evil.example") == 403
         assert await _post(url, host=f"gw.example.lan:{port}") == 200
         assert await _post(url, host=f"localhost:{port}", origin=f"http://localhost:{port}") == 200
+
+
+async def test_serve_over_http_requires_the_token_set_in_toolscout_auth_token(tmp_path: Path) -> None:
+    registry = write_registry(tmp_path / "servers.json", {"weather": python_server("weather_server.py")})
+    command = serve_command(registry, "--transport", "http", "--port", "0")
+    with anyio.fail_after(60):
+        async with served_over_http(command, env={**os.environ, "TOOLSCOUT_AUTH_TOKEN": TOKEN}) as url:
+            assert await _post(url) == 401
+            assert await _post(url, authorization="Bearer wrong-token") == 401
+            assert await _post(url, authorization=f"Bearer {TOKEN}") == 200

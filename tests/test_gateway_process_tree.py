@@ -71,3 +71,18 @@ async def test_a_call_fails_naming_the_upstream_when_it_dies_while_its_child_hol
     assert crashed.is_error
     assert "upstream 'spawning'" in crashed.content[0].text and "'crash'" in crashed.content[0].text
     assert "exited with code 3" in crashed.content[0].text
+
+
+async def test_an_upstream_process_that_ignores_sigterm_is_killed_when_the_gateway_stops(tmp_path: Path) -> None:
+    pidfile = tmp_path / "helpers.txt"
+    entry = python_server("spawning_server.py", str(pidfile), "--ignore-sigterm")
+    registry = write_registry(tmp_path / "servers.json", {"stubborn": entry})
+    with anyio.fail_after(40):
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), max_restarts=0) as gateway:
+            await gateway.ready(20)
+            helpers = _helpers(pidfile)
+            assert helpers and all(_alive(pid) for pid in helpers)
+        survivors = await _wait_gone(helpers)
+    for pid in survivors:  # not left running for 10 minutes when this fails
+        psutil.Process(pid).kill()
+    assert survivors == []

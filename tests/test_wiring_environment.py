@@ -2,7 +2,8 @@
 
 Hosts (Claude Desktop, the SDK's stdio client) start toolscout with little more than PATH and HOME;
 behind TLS inspection, `uvx` then fails with "invalid peer certificate: UnknownIssuer" unless told
-to use the system's trust store, and Node.js unless given the system's CA bundle.
+to use the system's trust store, and Node.js unless given the system's CA bundle. They never
+inherit the gateway's own credentials, though: only an allowlist of its variables, plus their entry's env.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import write_registry
+from conftest import python_server, write_registry
+from gateway_session import gateway_session, text_of
 
 from toolscout.config import ServerSpec, load_registries, system_ca_bundle, upstream_environment
 from toolscout.gateway import Gateway
@@ -90,3 +92,19 @@ def test_the_node_registrys_filesystem_server_gets_a_dedicated_folder_not_the_ho
     chosen = next(s for s in load_registries([node]) if s.name == "filesystem")
     assert default.args[-1] == "~/toolscout-files"
     assert chosen.args[-1] == "/srv/shared"
+
+
+def test_a_stdio_upstream_gets_its_entrys_env_but_not_the_gateways_own_secrets(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-gateway-only")
+    entry = python_server("hostile_server.py", env={"NOTES_API_TOKEN": "entry-token-61c2"})
+    registry = write_registry(tmp_path / "servers.json", {"hostile": entry})
+
+    async def read(*names: str) -> list[str]:
+        with anyio.fail_after(30):
+            async with gateway_session(registry, max_restarts=0) as (_, client):
+                calls = [{"name": "hostile__env_value", "arguments": {"name": name}} for name in names]
+                return [text_of(await client.call_tool("execute_tool", call)) for call in calls]
+
+    assert anyio.run(read, "OPENAI_API_KEY", "NOTES_API_TOKEN") == ["<unset>", "entry-token-61c2"]

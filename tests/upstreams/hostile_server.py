@@ -2,7 +2,8 @@
 
 Each tool is one way a real server written by someone else can go wrong: answer with too much,
 answer with something that is not a valid result, write without end on the protocol channel,
-send notifications in a storm, crash in the middle of a call, or never answer.
+send notifications in a storm, crash in the middle of a call, or never answer; or quote a secret of
+its environment back in an error, or read what it can of the gateway's environment.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from pathlib import Path
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
 
 server = MCPServer("hostile", instructions="Test server whose tools misbehave on purpose.")
 _in_flight = 0
@@ -120,6 +124,24 @@ async def hold(seconds: float) -> int:
     finally:
         _in_flight -= 1
     return _peak
+
+
+@server.tool()
+def env_value(name: str) -> str:
+    """Return the value of the variable `name` in this process's os.environ, or '<unset>'."""
+    return os.environ.get(name, "<unset>")
+
+
+@server.tool()
+def fail_quoting_env(name: str) -> str:
+    """Fail this call (an isError result) with a message quoting os.environ[name]."""
+    raise ToolError(f"the key {os.environ.get(name)} was refused")
+
+
+@server.tool()
+def reject_quoting_env(name: str) -> str:
+    """Answer this call with a JSON-RPC error whose message quotes os.environ[name]."""
+    raise MCPError(INTERNAL_ERROR, f"the key {os.environ.get(name)} was refused")
 
 
 if __name__ == "__main__":
