@@ -29,9 +29,13 @@ EXAMPLES = settings(
 # Every code point, lone surrogates, controls, private use and unassigned ones included.
 odd_text = st.text(st.characters(exclude_categories=()), max_size=60)
 huge_text = st.integers(20_000, 2_000_000).map(lambda n: "\u00e9\u200b" * (n // 2))
+# The SDK's client cannot serialize a lone surrogate in the key of a nested object (pydantic raises
+# before anything is sent), so no request with one can reach the gateway through it; lone
+# surrogates still come in every value and in the keys of the arguments themselves.
+nested_key_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=60)
 scalars = st.none() | st.booleans() | st.integers() | st.floats() | odd_text
 json_values = st.recursive(
-    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(odd_text, inner, max_size=4), max_leaves=15
+    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(nested_key_text, inner, max_size=4), max_leaves=15
 )
 
 

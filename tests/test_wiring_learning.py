@@ -15,6 +15,7 @@ import mcp_types as types
 import pytest
 from conftest import fast_search_settings, write_registry
 from mcp import Client, StdioServerParameters
+from serve_process import serve_command, served_over_http
 from wiring import NOTE, SEND, catalog_where, echoed, ids, scripted
 
 from toolscout.cli import main
@@ -193,29 +194,17 @@ async def test_expand_asks_a_sampling_client_for_phrases_in_the_background_and_r
 
 
 async def test_over_http_usage_is_linked_within_a_client_session(tmp_path: Path) -> None:
-    from test_gateway_serve import _served_url
-
-    registry = office_registry(tmp_path)
-    command = [sys.executable, "-m", "toolscout.cli", "serve", "--registry", str(registry), "--model", "none",
-               "--transport", "http", "--port", "0"]
+    command = serve_command(office_registry(tmp_path), "--transport", "http", "--port", "0")
     env = {**os.environ, "TOOLSCOUT_DATA_DIR": str(tmp_path / "data")}
     with anyio.fail_after(60):
-        async with await anyio.open_process(command, env=env) as process:
-            try:
-                url = await _served_url(process)
-                async with Client(url, mode="legacy") as first, Client(url, mode="legacy") as second:
-                    assert ids(await first.call_tool("search_tools", {"query": "book a hotel for my journey"}))[0] == "office__plan_trip"
-                    assert ids(await second.call_tool("search_tools", {"query": "email the weekly status report"}))[0] == "office__send_report"
-                    # Each runs the tool the *other* session's search found: no search of its own led there.
-                    echoed(await first.call_tool("execute_tool", {"name": "office__send_report", "arguments": {"to": "a"}}))
-                    echoed(await second.call_tool("execute_tool", {"name": "office__plan_trip", "arguments": {}}))
-                    echoed(await first.call_tool("execute_tool", {"name": "office__plan_trip", "arguments": {}}))
-            finally:
-                process.terminate()
-                with anyio.move_on_after(15):
-                    await process.wait()
-                if process.returncode is None:
-                    process.kill()
+        async with served_over_http(command, env) as url:
+            async with Client(url, mode="legacy") as first, Client(url, mode="legacy") as second:
+                assert ids(await first.call_tool("search_tools", {"query": "book a hotel for my journey"}))[0] == "office__plan_trip"
+                assert ids(await second.call_tool("search_tools", {"query": "email the weekly status report"}))[0] == "office__send_report"
+                # Each runs the tool the *other* session's search found: no search of its own led there.
+                echoed(await first.call_tool("execute_tool", {"name": "office__send_report", "arguments": {"to": "a"}}))
+                echoed(await second.call_tool("execute_tool", {"name": "office__plan_trip", "arguments": {}}))
+                echoed(await first.call_tool("execute_tool", {"name": "office__plan_trip", "arguments": {}}))
     with UsageStore(tmp_path / "data" / "usage.sqlite3") as store:
         assert [(entry.query, entry.tool_id) for entry in store.entries()] == [("book a hotel for my journey", "office__plan_trip")]
 

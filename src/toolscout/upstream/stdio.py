@@ -145,7 +145,10 @@ async def stdio_transport(
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                     await process.stdin.send(data.encode("utf-8"))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            # The upstream stopped reading: end the session rather than leave requests hanging.
+            # The upstream stopped reading: end the session rather than leave requests hanging,
+            # once it is known how the process ended (if it did), so the failing calls can say it.
+            with anyio.move_on_after(_LAST_WORDS):
+                await exited.wait()
             end_session(None)
         finally:
             writer_done.set()
