@@ -35,6 +35,7 @@ import numpy as np
 from toolscout.catalog import ToolRecord
 from toolscout.decompose import add_best_part, mean_direction, request_parts
 from toolscout.fusion import weighted_rrf
+from toolscout.index.actions import asks_to_destroy, demote_destructive, is_destructive
 from toolscout.index.base import NOT_RETRIEVED, Encoder, Query, Retriever
 from toolscout.index.bm25 import BM25Retriever
 from toolscout.index.dense import DenseRetriever
@@ -119,6 +120,8 @@ class _Snapshot:
     # Set once every embedding signal of this snapshot (dense, intent) is ready, or none is wanted.
     embedded: bool = False
     servers: np.ndarray = field(default_factory=lambda: np.array([], dtype=object))
+    # Per tool: deletes, resets or overwrites something (toolscout.index.actions).
+    destructive: tuple[bool, ...] = ()
     # Lower-cased exact forms (ids, names) -> tool positions, and the identifier-like subset that
     # may also match inside a longer query.
     exact: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
@@ -195,6 +198,7 @@ class ToolSearch:
             dense_texts=dense_texts,
             intent_examples=intent_examples,
             servers=np.array([t.server for t in tools], dtype=object),
+            destructive=tuple(is_destructive(t) for t in tools),
             **_exact_forms(tools),
         )
         if self._embedder is not None:
@@ -273,6 +277,8 @@ class ToolSearch:
             ]
             fusions = [r.fuse(settings.weights, settings.rrf_k) for r in per_part]
             fused = add_best_part(fused, fusions, settings.sentence_weight)
+        if not asks_to_destroy(text):
+            fused = demote_destructive(fused, snapshot.destructive, settings.destructive_factor)
         scores = dict(fused)
         order = [position for position, _ in fused]
         exact: list[int] = []

@@ -85,6 +85,11 @@ class SearchSettings:
     # best sentence's fused score (toolscout.decompose); chosen on toollens_train. It costs one
     # batched encoding of the sentences: toolbench_stb p50 8.7-9.1 -> 10.8-13.0 ms. 0 turns it off.
     sentence_weight: float = 1.0
+    # Unless a request asks to delete, reset or overwrite something, a destructive tool's fused
+    # score is multiplied by this (toolscout.index.actions). Not tuned (no tuning set has
+    # destructive tools): it lies between the RRF score ratios of ranks 1:2 (6/7) and 1:3 (6/8) at
+    # k = 5, so a destructive tool gives up at most one place to a constructive one. 1 turns it off.
+    destructive_factor: float = 0.8
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.weights) - set(SIGNALS))
@@ -94,6 +99,8 @@ class SearchSettings:
             raise ValueError("signal weights and sentence_weight must be >= 0")
         if self.rrf_k < 0 or self.candidates < 1 or self.intent_neighbours < 1:
             raise ValueError("rrf_k must be >= 0, candidates and intent_neighbours >= 1")
+        if not 0 < self.destructive_factor <= 1:
+            raise ValueError(f"destructive_factor must be in (0, 1], got {self.destructive_factor}")
         if not 0 <= self.intent_full_vote <= 1:
             raise ValueError(f"intent_full_vote must be between 0 and 1, got {self.intent_full_vote}")
 
