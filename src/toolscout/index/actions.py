@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from toolscout.catalog import ToolRecord
-from toolscout.index.text import split_identifier, tokenize
+from toolscout.index.text import leading_verb, tokenize
 
 # Verbs whose effect cannot be taken back by running the tool again. Stemmed like every indexed
 # word, so "deletes", "removing" and "reset" in any form match.
@@ -43,7 +43,7 @@ def is_destructive(tool: ToolRecord) -> bool:
 
 
 def _leading_stem(text: str) -> str:
-    stems = tokenize(" ".join(split_identifier(text)[:1]), stem=True)
+    stems = tokenize(leading_verb(text), stem=True)
     return stems[0] if stems else ""
 
 

@@ -113,6 +113,13 @@ async def stdio_transport(
             on_fault(reason)
         read_writer.close()
 
+    async def end_session_once_exit_is_known() -> None:
+        # A pipe that closes usually means the process is exiting: wait a moment for how it
+        # ended, so that the calls failing now can say it.
+        with anyio.move_on_after(_LAST_WORDS):
+            await exited.wait()
+        end_session(None)
+
     async def read_stdout() -> None:
         assert process.stdout is not None
         reader, junk = LineReader(process.stdout, max_line_bytes), 0
@@ -125,11 +132,7 @@ async def stdio_transport(
                 if junk >= MAX_JUNK_LINES:
                     raise StdoutFault(f"wrote {MAX_JUNK_LINES} lines in a row that are not JSON-RPC on stdout")
                 await read_writer.send(item)
-            # End of stdout usually means the process is exiting: wait a moment for how it ended,
-            # so that the calls failing now can say it.
-            with anyio.move_on_after(_LAST_WORDS):
-                await exited.wait()
-            end_session(None)
+            await end_session_once_exit_is_known()
         except StdoutFault as exc:
             end_session(str(exc))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -145,11 +148,8 @@ async def stdio_transport(
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                     await process.stdin.send(data.encode("utf-8"))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            # The upstream stopped reading: end the session rather than leave requests hanging,
-            # once it is known how the process ended (if it did), so the failing calls can say it.
-            with anyio.move_on_after(_LAST_WORDS):
-                await exited.wait()
-            end_session(None)
+            # The upstream stopped reading: end the session rather than leave requests hanging.
+            await end_session_once_exit_is_known()
         finally:
             writer_done.set()
 
