@@ -28,7 +28,7 @@ from toolscout.eval import Dataset, EvalRun, evaluate, load_dataset, sample_quer
 from toolscout.eval.ablation import HYBRID, run_ablation
 from toolscout.eval.datasets import slice_fields_of
 from toolscout.eval.report import markdown_table, rows_of, slice_pivot
-from toolscout.settings import SearchSettings
+from toolscout.search.settings import SearchSettings
 
 log = logging.getLogger("compare_peers")
 ROOT = Path(__file__).resolve().parents[1]

@@ -121,8 +121,8 @@ class StackOnePeer:
 def load_toolscout_encoder(model: str | None = None) -> object:
     """The encoder toolscout's dense signal uses (same model, backend and cache)."""
     from toolscout.index.dense import load_encoder
-    from toolscout.models import resolve_model
-    from toolscout.settings import SearchSettings
+    from toolscout.index.model_files import resolve_model
+    from toolscout.search.settings import SearchSettings
 
     settings = SearchSettings() if model is None else SearchSettings(model=model)
     location = resolve_model(settings.model)

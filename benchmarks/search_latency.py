@@ -21,7 +21,7 @@ from pathlib import Path
 from docs_blocks import machine, revision, update_block
 
 from toolscout.eval import build_engine, engine_ranker, evaluate, load_dataset, sample_queries
-from toolscout.settings import SearchSettings
+from toolscout.search.settings import SearchSettings
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "bench" / "toolbench_stb"
 WARM_UP = 5

@@ -12,11 +12,11 @@ import mcp_types as types
 from conftest import fast_search_settings
 from mcp import Client
 
-from toolscout.config import load_registries
+from toolscout.catalog import Catalog
 from toolscout.gateway import Gateway
+from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch
-from toolscout.server import build_server
-from toolscout.upstream import Catalog
+from toolscout.serving.server import build_server
 
 
 @asynccontextmanager

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from toolscout.config import (
+from toolscout.errors import ConfigError
+from toolscout.registry.loading import (
     ServerSpec,
     default_registry_path,
     follow_text_symlink,
@@ -18,7 +19,6 @@ from toolscout.config import (
     resolve_command,
     upstream_environment,
 )
-from toolscout.errors import ConfigError
 
 
 def write(tmp_path: Path, name: str, data: object) -> Path:

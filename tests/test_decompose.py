@@ -1,6 +1,6 @@
 from toolscout.catalog import ToolRecord
-from toolscout.decompose import add_best_part, request_parts
 from toolscout.search import SearchSettings, ToolSearch
+from toolscout.search.sentences import add_best_part, request_parts
 
 
 def test_a_request_of_one_sentence_has_no_parts():

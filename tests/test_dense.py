@@ -8,7 +8,7 @@ import pytest
 from toolscout.catalog import ToolRecord
 from toolscout.errors import ConfigError
 from toolscout.index.dense import exported_onnx, load_encoder
-from toolscout.models import DEFAULT_MODEL, resolve_model
+from toolscout.index.model_files import DEFAULT_MODEL, resolve_model
 from toolscout.search import SearchSettings, ToolSearch
 
 CATALOG = [

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from toolscout.catalog import ToolRecord
-from toolscout.index.actions import asks_to_destroy, demote_destructive, is_destructive
 from toolscout.search import SearchSettings, ToolSearch
+from toolscout.search.destructive import asks_to_destroy, demote_destructive, is_destructive
 
 # Short destructive descriptions win on word overlap alone: "chart" is most of "Remove a chart".
 CHARTS = [

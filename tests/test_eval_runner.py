@@ -2,7 +2,7 @@
 
 from toolscout.eval import Query, by_slice, evaluate, sample_queries
 from toolscout.eval.ablation import HYBRID, LEXICAL_FUSION, configurations
-from toolscout.settings import SearchSettings
+from toolscout.search.settings import SearchSettings
 
 
 def query(qid, relevant, level):

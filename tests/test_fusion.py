@@ -1,6 +1,6 @@
 import pytest
 
-from toolscout.fusion import weighted_rrf
+from toolscout.search.fusion import weighted_rrf
 
 
 def test_weighted_rrf_matches_a_hand_worked_example():

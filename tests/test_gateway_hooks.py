@@ -12,10 +12,10 @@ from conftest import fast_search_settings, python_server, write_registry
 from mcp import Client
 
 from toolscout.catalog import ToolRecord
-from toolscout.config import load_registries
 from toolscout.gateway import Gateway
+from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch
-from toolscout.server import build_server
+from toolscout.serving.server import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -18,8 +18,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.responses import PlainTextResponse
 from upstreams import weather_server
 
-from toolscout.config import ServerSpec
 from toolscout.gateway import Gateway
+from toolscout.registry.loading import ServerSpec
 from toolscout.search import ToolSearch
 
 pytestmark = pytest.mark.anyio

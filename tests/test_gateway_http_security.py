@@ -25,11 +25,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from serve_process import serve_command, served_over_http
 from upstreams import weather_server
 
-from toolscout.config import ServerSpec
 from toolscout.gateway import Gateway
-from toolscout.http_app import http_app
+from toolscout.registry.loading import ServerSpec
 from toolscout.search import ToolSearch
-from toolscout.server import build_server
+from toolscout.serving.http import http_app
+from toolscout.serving.server import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,8 @@ import uvicorn
 from conftest import fast_search_settings
 from upstreams import weather_server
 
-from toolscout.config import ServerSpec
 from toolscout.gateway import Gateway
+from toolscout.registry.loading import ServerSpec
 from toolscout.search import ToolSearch
 from toolscout.upstream import State
 

@@ -10,10 +10,11 @@ import pytest
 from conftest import failing_server, fast_search_settings, python_server, write_registry
 from gateway_session import gateway_session
 
-from toolscout.config import load_registries
+from toolscout.catalog import Catalog
 from toolscout.gateway import Gateway
+from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch
-from toolscout.upstream import Catalog, State
+from toolscout.upstream import State
 
 pytestmark = pytest.mark.anyio
 

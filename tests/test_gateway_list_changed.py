@@ -30,12 +30,12 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.subscriptions import ToolsListChanged
 
-from toolscout.config import load_registries
+from toolscout.catalog import Catalog
 from toolscout.gateway import Gateway
-from toolscout.http_app import http_app
+from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch
-from toolscout.server import build_server
-from toolscout.upstream import Catalog
+from toolscout.serving.http import http_app
+from toolscout.serving.server import build_server
 
 pytestmark = pytest.mark.anyio
 

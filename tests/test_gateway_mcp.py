@@ -17,10 +17,10 @@ from conftest import failing_server, fast_search_settings, python_server, time_s
 from mcp import Client
 
 from toolscout.catalog import MAX_ID_LENGTH, is_valid_id
-from toolscout.config import load_registries
 from toolscout.gateway import Gateway
+from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch
-from toolscout.server import build_server
+from toolscout.serving.server import build_server
 from toolscout.upstream import State
 
 pytestmark = pytest.mark.anyio

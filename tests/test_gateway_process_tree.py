@@ -14,10 +14,10 @@ import pytest
 from conftest import fast_search_settings, python_server, write_registry
 from mcp import Client
 
-from toolscout.config import load_registries
 from toolscout.gateway import Gateway
+from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch
-from toolscout.server import build_server
+from toolscout.serving.server import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ from fake_encoder import HashingEncoder
 from toolscout.index.base import Query
 from toolscout.index.intent import IntentExamples, IntentRetriever, normalise_request
 from toolscout.learning.examples import Example
-from toolscout.search import PENDING_NOTICE, SearchSettings, ToolSearch
+from toolscout.search.engine import PENDING_NOTICE, SearchSettings, ToolSearch
 from test_search_engine import tool
 
 
@@ -116,9 +116,9 @@ def test_reindexing_with_the_same_examples_needs_no_complete(tmp_path):
 async def test_the_gateway_hands_example_files_to_the_intent_signal(tmp_path):
     from test_wiring_learning import EXAMPLE_QUERY, office_registry
 
-    from toolscout.config import load_registries
     from toolscout.gateway import Gateway
-    from toolscout.learning_hooks import LearningSources
+    from toolscout.registry.loading import load_registries
+    from toolscout.serving.learning_hooks import LearningSources
 
     examples = tmp_path / "examples.jsonl"
     examples.write_text(json.dumps({"query": EXAMPLE_QUERY, "tools": ["office__read_note"]}) + "\n")

@@ -4,8 +4,8 @@ import pytest
 
 from fake_encoder import HashingEncoder
 from toolscout.catalog import ToolRecord
-from toolscout.search import PENDING_NOTICE, SearchSettings, ToolSearch
-from toolscout.settings import parse_weights
+from toolscout.search.engine import PENDING_NOTICE, SearchSettings, ToolSearch
+from toolscout.search.settings import parse_weights
 
 
 def tool(server: str, name: str, description: str) -> ToolRecord:

@@ -9,7 +9,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from toolscout.cli import build_parser
-from toolscout.config import load_registries
+from toolscout.registry.loading import load_registries
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_URL = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"

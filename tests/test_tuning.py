@@ -7,8 +7,8 @@ from toolscout.cli import main
 from toolscout.eval import metrics
 from toolscout.eval.datasets import Query
 from toolscout.eval.tuning import coordinate_ascent, record, score
-from toolscout.fusion import weighted_rrf
-from toolscout.settings import SearchSettings, apply_weights_option
+from toolscout.search.fusion import weighted_rrf
+from toolscout.search.settings import SearchSettings, apply_weights_option
 
 QUERIES = [
     Query(id="1", text="first", relevant=("a", "b")),

@@ -19,8 +19,8 @@ import pytest
 from conftest import python_server, write_registry
 from gateway_session import gateway_session, text_of
 
-from toolscout.config import ServerSpec, load_registries, system_ca_bundle, upstream_environment
 from toolscout.gateway import Gateway
+from toolscout.registry.loading import ServerSpec, load_registries, system_ca_bundle, upstream_environment
 from toolscout.search import SearchSettings, ToolSearch
 from toolscout.upstream import State
 

@@ -19,12 +19,12 @@ from serve_process import serve_command, served_over_http
 from wiring import NOTE, SEND, catalog_where, echoed, ids, scripted
 
 from toolscout.cli import main
-from toolscout.config import load_registries
 from toolscout.gateway import Gateway
 from toolscout.learning import ExpansionCache, UsageStore, UsageTracker
-from toolscout.learning_hooks import Learning, LearningSources, SamplingExpansion
+from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch
-from toolscout.server import build_server
+from toolscout.serving.learning_hooks import Learning, LearningSources, SamplingExpansion
+from toolscout.serving.server import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -17,12 +17,12 @@ from wiring import NOTE, RELOAD, SEND, catalog_where, echoed, ids, scripted
 
 from toolscout.catalog import ToolRecord
 from toolscout.cli import main
-from toolscout.config import load_registries
 from toolscout.gateway import Gateway
+from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch
 from toolscout.security.pinning import PinStore
 from toolscout.security.screens import PinScreen, PoisoningScreen
-from toolscout.server import build_server
+from toolscout.serving.server import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 from conftest import UPSTREAMS
 
+from toolscout.catalog import Catalog
 from toolscout.gateway import Gateway
-from toolscout.upstream import Catalog
 
 SEND = {
     "name": "send_report",

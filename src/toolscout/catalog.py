@@ -1,4 +1,5 @@
-"""Tool records: the one shape every part of toolscout uses for a tool, and their exposed ids.
+"""Tool records: the one shape every part of toolscout uses for a tool, their exposed ids, and
+the `Catalog` snapshot of them.
 
 A ToolRecord is plain data (no MCP types), so retrieval and evaluation code can use it without
 importing the MCP SDK; `toolscout.upstream` converts MCP `Tool` objects into records.
@@ -10,7 +11,7 @@ import hashlib
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,3 +115,27 @@ def assign_ids(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
             else:
                 ids[(server, name)] = _hashed_id(server, name)
     return ids
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """An immutable snapshot of the tools of the connected upstreams.
+
+    `tools` are the ones agents may search and call; `withheld` maps the ids of tools a screen
+    (pinning, poisoning scan) keeps from them to the reason, which `execute_tool` reports.
+    """
+
+    tools: tuple[ToolRecord, ...] = ()
+    by_id: Mapping[str, ToolRecord] = field(default_factory=dict)
+    withheld: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tools: Sequence[ToolRecord], withheld: Mapping[str, str] | None = None) -> Catalog:
+        withheld = dict(withheld or {})
+        kept = tuple(tool for tool in tools if tool.id not in withheld)
+        return cls(tools=kept, by_id={tool.id: tool for tool in kept}, withheld=withheld)
+
+    @property
+    def fingerprint(self) -> tuple[object, ...]:
+        """Changes whenever a tool appears, disappears, changes its definition or is withheld."""
+        return (tuple((tool.id, tool.fingerprint) for tool in self.tools), tuple(sorted(self.withheld.items())))

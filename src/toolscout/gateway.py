@@ -27,13 +27,12 @@ import anyio.abc
 import anyio.to_thread
 import mcp_types as types
 
-from toolscout.catalog import ToolRecord
-from toolscout.config import ServerSpec
+from toolscout.catalog import Catalog, ToolRecord
+from toolscout.registry.loading import ServerSpec
 from toolscout.search import SearchResponse, ToolSearch
 from toolscout.upstream import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_START_TIMEOUT,
-    Catalog,
     Limits,
     UpstreamPool,
     UpstreamStatus,

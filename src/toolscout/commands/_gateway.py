@@ -21,11 +21,11 @@ from toolscout.upstream.limits import human_size
 
 if TYPE_CHECKING:
     # The engine and the SDK are imported when a command runs, not when the parser is built.
-    from toolscout.config import ServerSpec
     from toolscout.gateway import Gateway, SummaryScreen, ToolScreen
-    from toolscout.learning_hooks import LearningSources
+    from toolscout.registry.loading import ServerSpec
+    from toolscout.search.settings import SearchSettings
     from toolscout.security.screens import PinScreen
-    from toolscout.settings import SearchSettings
+    from toolscout.serving.learning_hooks import LearningSources
 
 logger = logging.getLogger(__name__)
 _Store = TypeVar("_Store")
@@ -156,11 +156,11 @@ def gateway_hooks(args: argparse.Namespace, *, record: bool = False, expand: boo
 
 
 def _learning_sources(args: argparse.Namespace, *, record: bool, expand: bool) -> LearningSources:
-    from toolscout.config import default_registry_path
     from toolscout.learning import ExpansionCache, UsageStore, discover_overlays
     from toolscout.learning.expansion_cache import default_expansions_path
     from toolscout.learning.usage import default_usage_path
-    from toolscout.learning_hooks import LearningSources
+    from toolscout.registry.loading import default_registry_path
+    from toolscout.serving.learning_hooks import LearningSources
 
     overlays = [*discover_overlays(args.registry or [default_registry_path()]), *args.overlay]
     usage = _open_store(UsageStore, "learning from use") if record or default_usage_path().exists() else None
@@ -188,7 +188,7 @@ def _open_store(kind: type[_Store], what: str) -> _Store | None:
 def search_settings(args: argparse.Namespace) -> SearchSettings:
     """The engine defaults with --model and --weights; ConfigError if an option is unusable."""
     from toolscout.errors import ConfigError
-    from toolscout.settings import SearchSettings, apply_weights_option
+    from toolscout.search.settings import SearchSettings, apply_weights_option
 
     settings = SearchSettings(model=args.model) if args.model else SearchSettings()
     if getattr(args, "weights", None):
@@ -201,8 +201,8 @@ def search_settings(args: argparse.Namespace) -> SearchSettings:
 
 def load_specs(args: argparse.Namespace) -> list[ServerSpec]:
     """The registries named on the command line, or the bundled default; ConfigError if unusable."""
-    from toolscout.config import default_registry_path, load_registries
-    from toolscout.log_redaction import redact_logs
+    from toolscout.registry.loading import default_registry_path, load_registries
+    from toolscout.secrets import redact_logs
 
     specs = load_registries(args.registry or [default_registry_path()])
     redact_logs(secret for spec in specs for secret in spec.secrets)

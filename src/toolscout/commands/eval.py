@@ -22,7 +22,7 @@ from toolscout.eval.report import markdown_table, rows_of, slice_rows, write_rep
 
 if TYPE_CHECKING:
     # The engine is imported when a command runs, not when the CLI parser is built.
-    from toolscout.settings import SearchSettings
+    from toolscout.search.settings import SearchSettings
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ def _run_fold(args: argparse.Namespace, base: SearchSettings, dataset: Dataset, 
 
 def settings_from_args(args: argparse.Namespace) -> SearchSettings:
     """The engine defaults, with --weights, restricted to --signals, with --model."""
-    from toolscout.settings import SearchSettings, apply_weights_option, parse_signals
+    from toolscout.search.settings import SearchSettings, apply_weights_option, parse_signals
 
     try:
         settings = apply_weights_option(SearchSettings(), args.weights) if args.weights else SearchSettings()

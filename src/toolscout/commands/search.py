@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _search(args: argparse.Namespace, specs: list, hooks: GatewayHooks) -> int:
-    from toolscout.server import search_entry
+    from toolscout.serving.server import search_entry
 
     async with open_gateway(args, specs, max_restarts=0, hooks=hooks) as gateway:
         await gateway.ready(args.start_timeout + 5)

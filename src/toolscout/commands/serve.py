@@ -25,7 +25,7 @@ from toolscout.commands._gateway import (
     open_gateway,
 )
 from toolscout.errors import ConfigError
-from toolscout.http_app import AUTH_TOKEN_VARIABLE, serve_http
+from toolscout.serving.http import AUTH_TOKEN_VARIABLE, serve_http
 from toolscout.upstream.pool import DEFAULT_MAX_RESTARTS
 
 logger = logging.getLogger(__name__)
@@ -95,10 +95,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace, specs: list, hooks: GatewayHooks) -> None:
-    from toolscout.config import default_registry_path
     from toolscout.learning import UsageTracker
-    from toolscout.learning_hooks import Learning, SamplingExpansion
-    from toolscout.server import build_server
+    from toolscout.registry.loading import default_registry_path
+    from toolscout.serving.learning_hooks import Learning, SamplingExpansion
+    from toolscout.serving.server import build_server
     from toolscout.upstream.published import publish_statuses
 
     sources = hooks.sources

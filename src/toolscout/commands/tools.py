@@ -25,8 +25,8 @@ from toolscout.commands._gateway import (
     load_specs,
     open_gateway,
 )
-from toolscout.config import default_registry_path
 from toolscout.errors import ConfigError
+from toolscout.registry.loading import default_registry_path
 from toolscout.upstream.published import running_gateways
 
 

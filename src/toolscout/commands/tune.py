@@ -25,7 +25,7 @@ from toolscout.eval.crossval import Fold, about_other_tools, examples_of, load_e
 from toolscout.eval.datasets import Dataset, Query
 from toolscout.eval.tuning import RRF_K, Replay, Score, coordinate_ascent, record, score
 from toolscout.learning.examples import Example
-from toolscout.settings import SIGNALS, SearchSettings
+from toolscout.search.settings import SIGNALS, SearchSettings
 
 logger = logging.getLogger(__name__)
 

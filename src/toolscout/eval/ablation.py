@@ -19,7 +19,7 @@ from toolscout.errors import ToolscoutError
 from toolscout.eval.datasets import Dataset, Query
 from toolscout.eval.runner import EvalRun, build_engine, engine_ranker, evaluate, run_engine
 from toolscout.learning.examples import Example
-from toolscout.settings import LEARNED_SIGNALS, LEXICAL_SIGNALS, SearchSettings
+from toolscout.search.settings import LEARNED_SIGNALS, LEXICAL_SIGNALS, SearchSettings
 
 log = logging.getLogger(__name__)
 

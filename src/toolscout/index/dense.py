@@ -26,7 +26,7 @@ import numpy as np
 
 from toolscout.errors import ConfigError
 from toolscout.index.base import Encoder, NOT_RETRIEVED, Query
-from toolscout.models import ModelLocation
+from toolscout.index.model_files import ModelLocation
 
 log = logging.getLogger(__name__)
 

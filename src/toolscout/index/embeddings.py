@@ -15,7 +15,7 @@ import numpy as np
 
 from toolscout.index.base import Encoder
 from toolscout.index.cache import EmbeddingCache, text_hash
-from toolscout.settings import SearchSettings
+from toolscout.search.settings import SearchSettings
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class Embedder:
 
     def _load(self) -> Encoder | None:
         from toolscout.index.dense import load_encoder
-        from toolscout.models import resolve_model
+        from toolscout.index.model_files import resolve_model
 
         try:
             location = resolve_model(self._settings.model)

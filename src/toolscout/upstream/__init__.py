@@ -1,5 +1,6 @@
 """Upstream MCP servers: one connection's lifecycle (`connection`), all of them (`pool`)."""
 
+from toolscout.catalog import Catalog
 from toolscout.upstream.connection import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_START_TIMEOUT,
@@ -9,7 +10,7 @@ from toolscout.upstream.connection import (
     UpstreamStatus,
 )
 from toolscout.upstream.limits import Limits
-from toolscout.upstream.pool import Catalog, UpstreamPool
+from toolscout.upstream.pool import UpstreamPool
 from toolscout.upstream.records import build_catalog, tool_record
 
 __all__ = [

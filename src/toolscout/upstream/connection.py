@@ -23,8 +23,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import ValidationError
 
 from toolscout import __version__
-from toolscout.config import ServerSpec, redact, resolve_command, upstream_environment
 from toolscout.errors import UpstreamError
+from toolscout.registry.loading import ServerSpec, redact, resolve_command, upstream_environment
 from toolscout.upstream.limits import Limits, bound_result
 from toolscout.upstream.status import State, UpstreamStatus, describe_failure, summarize
 from toolscout.upstream.stderr import StderrTail

@@ -24,9 +24,9 @@ import anyio
 import anyio.abc
 import mcp_types as types
 
-from toolscout.catalog import ToolRecord
-from toolscout.config import ServerSpec
+from toolscout.catalog import Catalog, ToolRecord
 from toolscout.errors import UpstreamError
+from toolscout.registry.loading import ServerSpec
 from toolscout.upstream.connection import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_START_TIMEOUT,
@@ -71,30 +71,6 @@ class RestartPolicy:
         if uptime is not None and uptime >= STABLE_UPTIME:
             return QUICK_RESTART_DELAY
         return min(RESTART_BASE_DELAY * 2 ** max(self.failures - 1, 0), RESTART_MAX_DELAY)
-
-
-@dataclass(frozen=True)
-class Catalog:
-    """An immutable snapshot of the tools of the connected upstreams.
-
-    `tools` are the ones agents may search and call; `withheld` maps the ids of tools a screen
-    (pinning, poisoning scan) keeps from them to the reason, which `execute_tool` reports.
-    """
-
-    tools: tuple[ToolRecord, ...] = ()
-    by_id: Mapping[str, ToolRecord] = field(default_factory=dict)
-    withheld: Mapping[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, tools: Sequence[ToolRecord], withheld: Mapping[str, str] | None = None) -> Catalog:
-        withheld = dict(withheld or {})
-        kept = tuple(tool for tool in tools if tool.id not in withheld)
-        return cls(tools=kept, by_id={tool.id: tool for tool in kept}, withheld=withheld)
-
-    @property
-    def fingerprint(self) -> tuple[object, ...]:
-        """Changes whenever a tool appears, disappears, changes its definition or is withheld."""
-        return (tuple((tool.id, tool.fingerprint) for tool in self.tools), tuple(sorted(self.withheld.items())))
 
 
 class UpstreamPool:

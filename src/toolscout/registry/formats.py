@@ -3,7 +3,7 @@
 Every accepted shape becomes a list of ``(name, entry)`` pairs where ``entry`` is a dict in the
 Claude Desktop / Cursor form (``command``/``args``/``env``/``cwd`` or ``url``/``headers``/``type``,
 plus toolscout's ``timeout`` and ``disabled``). Official MCP Registry ``server.json`` documents are
-translated here into that form, so :mod:`toolscout.config` validates and expands one form only.
+translated here into that form, so :mod:`toolscout.registry.loading` validates and expands one form only.
 
 Accepted shapes:
     {"mcpServers": {name: entry}}          Claude Desktop, Cursor, Windsurf, Cline

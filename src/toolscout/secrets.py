@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from toolscout.config import redact
+from toolscout.registry.loading import redact
 
 
 class RedactingFilter(logging.Filter):

@@ -30,7 +30,7 @@ from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.session import ServerSession
 
-from toolscout.catalog import ToolRecord
+from toolscout.catalog import Catalog, ToolRecord
 from toolscout.gateway import Gateway
 from toolscout.learning import (
     Example,
@@ -45,8 +45,7 @@ from toolscout.learning import (
     unmatched_patterns,
 )
 from toolscout.learning.sampling_mcp import sampling_ask, session_supports_sampling
-from toolscout.server import EXECUTE_TOOL, SEARCH_TOOL, CallObserver
-from toolscout.upstream import Catalog
+from toolscout.serving.server import EXECUTE_TOOL, SEARCH_TOOL, CallObserver
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ import jsonschema
 
 from toolscout.errors import ConfigError
 from toolscout.json_files import read_json_file
-from toolscout.registry_formats import entries_from_document
+from toolscout.registry.formats import entries_from_document
 
 __all__ = [
     "ServerSpec",

@@ -16,7 +16,7 @@ weight x the query's intent confidence: full when close past requests agree on a
 the nearest past requests are distant or disagree, nothing when none is close. Fusion stays
 weighted RRF; only those two weights change from query to query.
 
-Adding a signal: give it a name in `toolscout.settings.SIGNALS`, build a `Retriever` (one score
+Adding a signal: give it a name in `toolscout.search.settings.SIGNALS`, build a `Retriever` (one score
 per tool) into the snapshot, and it is ranked, fused and explained like the others. Signals over
 embeddings (e.g. nearest example requests) reuse `Query.embedding`, computed once per search, and
 `Embedder.matrix`, which caches any texts by model and hash.
@@ -33,9 +33,6 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from toolscout.catalog import ToolRecord
-from toolscout.decompose import add_best_part, mean_direction, request_parts
-from toolscout.fusion import weighted_rrf
-from toolscout.index.actions import asks_to_destroy, demote_destructive, is_destructive
 from toolscout.index.base import NOT_RETRIEVED, Encoder, Query, Retriever
 from toolscout.index.bm25 import BM25Retriever
 from toolscout.index.dense import DenseRetriever
@@ -48,7 +45,10 @@ from toolscout.index.text import (
     name_document,
     tokenize,
 )
-from toolscout.settings import LEARNED_SIGNALS, SearchSettings, parse_weights
+from toolscout.search.destructive import asks_to_destroy, demote_destructive, is_destructive
+from toolscout.search.fusion import weighted_rrf
+from toolscout.search.sentences import add_best_part, mean_direction, request_parts
+from toolscout.search.settings import LEARNED_SIGNALS, SearchSettings, parse_weights
 
 __all__ = [
     "ProgressCallback",
@@ -120,7 +120,7 @@ class _Snapshot:
     # Set once every embedding signal of this snapshot (dense, intent) is ready, or none is wanted.
     embedded: bool = False
     servers: np.ndarray = field(default_factory=lambda: np.array([], dtype=object))
-    # Per tool: deletes, resets or overwrites something (toolscout.index.actions).
+    # Per tool: deletes, resets or overwrites something (toolscout.search.destructive).
     destructive: tuple[bool, ...] = ()
     # Lower-cased exact forms (ids, names) -> tool positions, and the identifier-like subset that
     # may also match inside a longer query.

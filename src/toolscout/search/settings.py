@@ -19,8 +19,8 @@ from types import MappingProxyType
 
 import platformdirs
 
+from toolscout.index.model_files import DEFAULT_MODEL
 from toolscout.json_files import read_json_file
-from toolscout.models import DEFAULT_MODEL
 
 SIGNALS = ("bm25_name", "bm25_description", "bm25_expansion", "tfidf", "dense", "intent")
 LEXICAL_SIGNALS = ("bm25_name", "bm25_description", "bm25_expansion", "tfidf")
@@ -82,11 +82,11 @@ class SearchSettings:
     # confidence: the best tool's vote / (this x intent_neighbours), at most 1. 0 always trusts fully.
     intent_full_vote: float = DEFAULT_INTENT_FULL_VOTE
     # A request of several sentences also searches each sentence; a tool gains this weight x its
-    # best sentence's fused score (toolscout.decompose); chosen on toollens_train. It costs one
+    # best sentence's fused score (toolscout.search.sentences); chosen on toollens_train. It costs one
     # batched encoding of the sentences: toolbench_stb p50 8.7-9.1 -> 10.8-13.0 ms. 0 turns it off.
     sentence_weight: float = 1.0
     # Unless a request asks to delete, reset or overwrite something, a destructive tool's fused
-    # score is multiplied by this (toolscout.index.actions). Not tuned (no tuning set has
+    # score is multiplied by this (toolscout.search.destructive). Not tuned (no tuning set has
     # destructive tools): it lies between the RRF score ratios of ranks 1:2 (6/7) and 1:3 (6/8) at
     # k = 5, so a destructive tool gives up at most one place to a constructive one. 1 turns it off.
     destructive_factor: float = 0.8

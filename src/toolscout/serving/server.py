@@ -21,15 +21,16 @@ from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
-from toolscout import __version__, describe
-from toolscout.catalog import MAX_ID_LENGTH
+from toolscout import __version__
+from toolscout.catalog import MAX_ID_LENGTH, Catalog
 from toolscout.errors import ToolCallError, UpstreamError
 from toolscout.gateway import Gateway
-from toolscout.packing import pack
 from toolscout.search import SearchHit
-from toolscout.upstream import Catalog, State
+from toolscout.serving import describe
+from toolscout.serving.packing import pack
+from toolscout.serving.validation import check_argument_size, parse_arguments, unknown_tool, validate_arguments
+from toolscout.upstream import State
 from toolscout.upstream.connection import ProgressFn
-from toolscout.validation import check_argument_size, parse_arguments, unknown_tool, validate_arguments
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from toolscout.upstream import Catalog, State, UpstreamStatus
+from toolscout.catalog import Catalog
+from toolscout.upstream import State, UpstreamStatus
 
 # The tool description is repeated in every request a host makes: keep it short.
 _DESCRIPTION_SERVERS = 12

@@ -1,0 +1,1 @@
+"""Registry files: loading the servers an install fronts, and translating the formats they come in."""
