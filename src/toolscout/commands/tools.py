@@ -150,6 +150,8 @@ def _served_line(seen: dict) -> str:
         who += f", {seen['tool_count']} tools"
     if seen.get("restarts"):
         who += f", restarted {seen['restarts']} time{'s' if seen['restarts'] != 1 else ''}"
+        if seen["state"] == "up" and seen.get("last_restart_reason"):
+            who += f", last after: {seen['last_restart_reason']}"  # when down, its reason says why
     if seen["state"] != "up" and seen.get("reason"):
         who += f": {seen['reason']}"
     return terminal_safe(who)

@@ -45,6 +45,9 @@ DEFAULT_CALL_TIMEOUT = 45.0
 MAX_TOOL_PAGES = 500
 # After a stdio upstream stops, how long to wait for the last lines of its stderr.
 _STDERR_GRACE = 2.0
+# After a call times out, how long the upstream has to answer a ping. One that does not is wedged
+# (alive, but no longer reading or answering) and is restarted like one that crashed.
+DEFAULT_PING_TIMEOUT = 5.0
 # Pause before opening another listen stream after one ended, doubling while they keep ending.
 _RELISTEN_BASE_DELAY = 1.0
 _RELISTEN_MAX_DELAY = 60.0
@@ -61,10 +64,14 @@ class Upstream:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         limits: Limits = Limits(),
         on_change: Callable[[], None] = lambda: None,
+        ping_timeout: float = DEFAULT_PING_TIMEOUT,
     ) -> None:
         self.spec = spec
         self.start_timeout = start_timeout
         self.call_timeout = spec.timeout or call_timeout
+        self.ping_timeout = ping_timeout
+        # Calls that time out together share one ping: the first pings, the others learn its verdict.
+        self._probing = anyio.Lock()
         self.limits = limits
         # Calls beyond the cap wait here, in order; the wait counts toward each call's timeout.
         self._slots = anyio.Semaphore(limits.max_concurrent_calls)
@@ -89,6 +96,8 @@ class Upstream:
         self._was_up = False
         self._up_at = 0.0
         self.restarts = 0  # counted by the supervisor
+        # Why the session before the latest restart ended (shown while it is up again).
+        self.last_restart_reason: str | None = None
         self.gave_up = False
         # Set once the first attempt has either connected or failed.
         self.settled = anyio.Event()
@@ -109,6 +118,7 @@ class Upstream:
             summary=summarize(self._instructions, self._info, [tool.name for tool in self.tools]),
             restarts=self.restarts,
             gave_up=self.gave_up,
+            last_restart_reason=self.last_restart_reason,
         )
 
     def stop(self) -> None:
@@ -364,7 +374,36 @@ class Upstream:
                 f"'{tool}' waited {timeout:g} s for one of the {cap} call slots of this upstream "
                 "(max_concurrent_calls); the calls ahead of it are still running",
             )
-        raise UpstreamError(self.name, f"did not answer '{tool}' within {timeout:g} s")
+        verdict = await self._probe_after_timeout()
+        raise UpstreamError(self.name, f"did not answer '{tool}' within {timeout:g} s{verdict}")
+
+    async def _probe_after_timeout(self) -> str:
+        """After a call timed out: ping; an upstream that does not answer that either is restarted.
+
+        A slow tool leaves the upstream answering pings; a deadlock or a blocking sleep in its only
+        thread does not, and would time out every later call. Returns what the call's error adds.
+        """
+        client, ended = self._client, self._ended
+        if client is None or ended is None:
+            return ""
+        async with self._probing:
+            if self._client is not client:
+                return "; it had stopped answering and is being restarted"
+            with anyio.move_on_after(self.ping_timeout):
+                try:
+                    # The session's ping: the protocol of 2026-07-28 dropped it, and an upstream on
+                    # it answers with an error, which shows just as well that it still reads.
+                    await client.session.send_ping()
+                except MCPError as exc:
+                    if exc.code == types.CONNECTION_CLOSED:
+                        return ""  # it went down on its own; the reason is recorded
+                except Exception:  # noqa: BLE001 - the session ended on its own; its reason is recorded
+                    return ""
+                return "; it still answers pings, so the tool itself is slow or stuck"
+            self._fault = f"stopped answering (a call timed out, then a ping had no answer within {self.ping_timeout:g} s)"
+            logger.warning("upstream '%s' %s; restarting it", self.name, self._fault)
+            ended.set()
+        return f"; it did not answer a ping within {self.ping_timeout:g} s either, so it is being restarted"
 
     def _session_gone(self, exc: MCPError) -> bool:
         """An HTTP upstream that restarted answers our old session id with 404 (spec: start anew)."""

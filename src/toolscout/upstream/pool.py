@@ -139,7 +139,9 @@ class UpstreamPool:
                 logger.info("upstream '%s': restarting in %g s", upstream.name, delay)
                 with anyio.move_on_after(delay):
                     await self._stopped.wait()
-                upstream.restarts += 0 if self._stopping else 1
+                if not self._stopping:
+                    upstream.restarts += 1
+                    upstream.last_restart_reason = upstream.reason
         finally:
             upstream.finished.set()
 

@@ -114,6 +114,7 @@ def _status_row(status: UpstreamStatus) -> dict[str, Any]:
         "tool_count": status.tool_count,
         "restarts": status.restarts,
         "gave_up": status.gave_up,
+        "last_restart_reason": status.last_restart_reason,
     }
 
 

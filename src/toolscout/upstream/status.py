@@ -30,6 +30,8 @@ class UpstreamStatus:
     # Times the supervisor started it again after its session ended, and whether it stopped trying.
     restarts: int = 0
     gave_up: bool = False
+    # Why the session before the latest restart ended (e.g. it crashed, or stopped answering).
+    last_restart_reason: str | None = None
 
 
 def summarize(instructions: str | None, info: types.Implementation | None, tool_names: list[str]) -> str:
