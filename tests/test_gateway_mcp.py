@@ -160,7 +160,7 @@ async def test_invalid_arguments_are_refused_naming_the_field_the_reason_and_the
     assert broken_json.is_error and "not valid JSON" in _text(broken_json)
 
 
-async def test_an_upstream_error_result_is_passed_through_unchanged(server: Any) -> None:
+async def test_an_upstream_error_result_keeps_its_words_and_names_its_server(server: Any) -> None:
     with anyio.fail_after(10):
         async with Client(server, mode="legacy") as client:
             result = await client.call_tool("execute_tool", {"name": "notes__delete_note", "arguments": {"note_id": 999}})

@@ -50,7 +50,7 @@ def search_description(statuses: Sequence[UpstreamStatus], catalog: Catalog) -> 
     head = (
         "Find tools for a task among the tools of the connected MCP servers. Describe what you need "
         "in plain words (e.g. 'convert a time between time zones'); returns the best matches, each "
-        "with the `id` to pass to execute_tool, its description and its full input schema. These "
+        "with the `name` to pass to execute_tool, its description and its full input schema. These "
         "tools are not listed anywhere else: search before concluding that something cannot be done."
     )
     if not lines:
@@ -60,8 +60,8 @@ def search_description(statuses: Sequence[UpstreamStatus], catalog: Catalog) -> 
 
 def execute_description() -> str:
     return (
-        "Run a tool found with search_tools. `name` is the tool's `id` exactly as search_tools "
-        "returned it; `arguments` is a JSON object matching that tool's input schema. Returns the "
+        "Run a tool found with search_tools. `name` is the tool's `name` (its id) exactly as "
+        "search_tools returned it; `arguments` is a JSON object matching that tool's input schema. Returns the "
         "tool's own result. Errors (unknown id, invalid arguments, an unavailable server) come back "
         "as error results that say how to fix the call."
     )
@@ -72,7 +72,7 @@ def instructions(statuses: Sequence[UpstreamStatus], catalog: Catalog) -> str:
     text = (
         "toolscout connects you to the tools of several MCP servers through two tools. When a task "
         "needs a capability you do not see among your tools, call search_tools with a short "
-        "description of the need, pick a result, and call execute_tool with its `id` and arguments "
+        "description of the need, pick a result, and call execute_tool with its `name` and arguments "
         "that follow its input schema."
     )
     if lines:

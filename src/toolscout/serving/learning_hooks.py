@@ -31,6 +31,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.session import ServerSession
 
 from toolscout.catalog import Catalog, ToolRecord
+from toolscout.errors import ToolCallError
 from toolscout.gateway import Gateway
 from toolscout.learning import (
     Example,
@@ -46,6 +47,7 @@ from toolscout.learning import (
 )
 from toolscout.learning.sampling_mcp import sampling_ask, session_supports_sampling
 from toolscout.serving.server import EXECUTE_TOOL, SEARCH_TOOL, CallObserver
+from toolscout.serving.validation import resolve_tool
 
 logger = logging.getLogger(__name__)
 
@@ -140,8 +142,9 @@ class UsageRecorder:
             # In memory only: cheap enough for the event loop, and it must precede the execution.
             self.tracker.on_search(key, str(arguments.get("query", "")), [i for i in returned if isinstance(i, str)])
         elif name == EXECUTE_TOOL and isinstance(arguments.get("name"), str):
-            tool = self.gateway.catalog.by_id.get(arguments["name"].strip())
-            if tool is None:
+            try:
+                tool = resolve_tool(arguments["name"].strip(), self.gateway.catalog.tools)
+            except ToolCallError:
                 return
             try:
                 self._send.send_nowait((key, tool.id, tool.server))

@@ -22,13 +22,19 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 from toolscout import __version__
-from toolscout.catalog import MAX_ID_LENGTH, Catalog
-from toolscout.errors import ToolCallError, UpstreamError
+from toolscout.catalog import MAX_ID_LENGTH, Catalog, ToolRecord
+from toolscout.errors import ToolCallError, UnknownToolError, UpstreamError
 from toolscout.gateway import Gateway
 from toolscout.search import SearchHit
 from toolscout.serving import describe
 from toolscout.serving.packing import pack
-from toolscout.serving.validation import check_argument_size, parse_arguments, unknown_tool, validate_arguments
+from toolscout.serving.validation import (
+    check_argument_size,
+    parse_arguments,
+    qualified_forms,
+    resolve_tool,
+    validate_arguments,
+)
 from toolscout.upstream import State
 from toolscout.upstream.connection import ProgressFn
 
@@ -141,7 +147,11 @@ class MetaTools:
                 input_schema={
                     "type": "object",
                     "properties": {
-                        "name": {"type": "string", "description": "The tool's id, as returned by search_tools."},
+                        "name": {"type": "string", "description": (
+                            "The tool's `name` (also its `id`) exactly as search_tools returned it. The "
+                            "upstream's own tool name works when only one server has it, and so do "
+                            "server.tool, server/tool and mcp__server__tool."
+                        )},
                         "arguments": {
                             "type": ["object", "string"],
                             "description": "Arguments matching the tool's input schema, as a JSON object.",
@@ -265,12 +275,13 @@ class MetaTools:
                 "pass an id exactly as search_tools returned it."
             )
         catalog = self.gateway.catalog
-        tool = catalog.by_id.get(name)
         if name in catalog.withheld:
             raise ToolCallError(f"Tool '{name}' is withheld: {catalog.withheld[name]}")
-        if tool is None:
+        try:
+            tool = resolve_tool(name, catalog.tools)
+        except UnknownToolError:
             self._raise_if_server_down(name)
-            raise unknown_tool(name, catalog.by_id)
+            raise
         raw = arguments.get("arguments")
         extra = {key: value for key, value in arguments.items() if key not in ("name", "arguments")}
         if raw is None and extra:
@@ -278,14 +289,21 @@ class MetaTools:
             raw = extra
         check_argument_size(raw, self.gateway.pool.limits.max_argument_bytes)
         tool_arguments = parse_arguments(raw)
-        validate_arguments(tool, tool_arguments)
-        return await self.gateway.call(tool, tool_arguments, progress)
+        notes = validate_arguments(tool, tool_arguments)
+        result = _naming_server(tool, await self.gateway.call(tool, tool_arguments, progress))
+        if notes:
+            # Keys the schema does not name were passed on: the agent learns they may have been ignored.
+            result = result.model_copy(update={"content": [*result.content, *(types.TextContent(text=n) for n in notes)]})
+        return result
 
     def _raise_if_server_down(self, tool_id: str) -> None:
         """An id whose server is down is not unknown: say that the server is the problem."""
-        upstream = self.gateway.pool.upstreams.get(tool_id.split("__", 1)[0])
-        if upstream is not None and upstream.state is not State.UP:
-            raise UpstreamError(upstream.name, f"is not available ({upstream.reason or upstream.state.value})")
+        # The id's own server, or the one a qualified name ("git.git_log", "mcp__git__git_log") names.
+        servers = [tool_id.split("__", 1)[0], *(server for server, _ in qualified_forms(tool_id))]
+        for server in dict.fromkeys(servers):
+            upstream = self.gateway.pool.upstreams.get(server)
+            if upstream is not None and upstream.state is not State.UP:
+                raise UpstreamError(upstream.name, f"is not available ({upstream.reason or upstream.state.value})")
 
     # --- telling clients about changes --------------------------------------------------------
 
@@ -306,6 +324,25 @@ class MetaTools:
         await self._bus.publish(ToolsListChanged())
 
 
+def _naming_server(tool: ToolRecord, result: types.CallToolResult) -> types.CallToolResult:
+    """An upstream's error result, its text led by which upstream answered and for which tool.
+
+    Upstreams word their errors for a client that called them directly ("Error executing tool
+    git_log: ..."); through the gateway the agent must also learn which server that was.
+    """
+    if not result.is_error:
+        return result
+    origin = f"Upstream server '{tool.server}' answered '{tool.id}' with an error"
+    content = list(result.content)
+    first = next((i for i, block in enumerate(content) if isinstance(block, types.TextContent)), None)
+    if first is None:
+        content.insert(0, types.TextContent(text=origin + "."))
+    else:
+        block = content[first]
+        content[first] = block.model_copy(update={"text": f"{origin}: {block.text}"})
+    return result.model_copy(update={"content": content})
+
+
 def _shown(value: Any) -> str:
     """A value as JSON for an error message, shortened: agents sometimes send huge ones."""
     try:
@@ -316,12 +353,17 @@ def _shown(value: Any) -> str:
 
 
 def search_entry(hit: SearchHit) -> dict[str, Any]:
-    """One search result, shaped like a tools/list entry plus what routing needs."""
+    """One search result, shaped like a tools/list entry plus what routing needs.
+
+    `name` is what execute_tool's `name` takes (the id, unique across servers), as in a tools/list
+    entry an agent would call; the upstream's own name for the tool is `upstream_name`.
+    """
     tool = hit.tool
     entry: dict[str, Any] = {
+        "name": tool.id,
         "id": tool.id,
         "server": tool.server,
-        "name": tool.name,
+        "upstream_name": tool.name,
         "title": tool.display_title,
         "description": tool.description,
         "inputSchema": dict(tool.input_schema),

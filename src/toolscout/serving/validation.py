@@ -11,6 +11,7 @@ import difflib
 import functools
 import json
 import logging
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -82,11 +83,76 @@ def closest_ids(name: str, ids: Iterable[str], n: int = 5) -> list[str]:
     return list(dict.fromkeys(suffix + close))[:n]
 
 
+# How agents spell a tool besides its id: "server.tool", "server/tool", "server:tool" and the
+# "mcp__server__tool" form some clients give MCP tools.
+_QUALIFIERS = (".", "/", ":")
+_CLIENT_PREFIX = "mcp__"
+
+
+def resolve_tool(name: str, tools: Iterable[ToolRecord]) -> ToolRecord:
+    """The tool `name` stands for: its id, its upstream name when only one tool has it, or a
+    server-qualified name. UnknownToolError lists the ids when the name is ambiguous, or the
+    closest ids when nothing matches."""
+    tools = list(tools)
+    by_id = {tool.id: tool for tool in tools}
+    if name in by_id:
+        return by_id[name]
+    for matches in (
+        [tool for tool in tools if tool.name == name],
+        [tool for tool in tools if tool.name.casefold() == name.casefold()],
+    ):
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise ambiguous_tool(name, matches)
+    for server, tool_name in qualified_forms(name):
+        matches = [
+            tool for tool in tools
+            if tool.server.casefold() == server.casefold()
+            and tool_name.casefold() in (tool.name.casefold(), tool.id.casefold())
+        ]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise ambiguous_tool(name, matches)
+    if name.startswith(_CLIENT_PREFIX) and name[len(_CLIENT_PREFIX):] in by_id:
+        return by_id[name[len(_CLIENT_PREFIX):]]
+    raise unknown_tool(name, by_id)
+
+
+def qualified_forms(name: str) -> list[tuple[str, str]]:
+    """(server, tool name) readings of `name`, most literal first."""
+    forms = []
+    for separator in _QUALIFIERS:
+        server, found, rest = name.partition(separator)
+        if found and server and rest:
+            forms.append((server, rest))
+    rest = name[len(_CLIENT_PREFIX):] if name.startswith(_CLIENT_PREFIX) else name
+    # "mcp__server__tool", "server__tool" when the id was shortened or hashed, and a gateway name
+    # an agent put in front ("mcp__toolscout__server__tool").
+    parts = rest.split("__")
+    for start in range(len(parts) - 1):
+        for cut in range(start + 1, len(parts)):
+            server, tool_name = "__".join(parts[start:cut]), "__".join(parts[cut:])
+            if server and tool_name:
+                forms.append((server, tool_name))
+    return forms
+
+
+def ambiguous_tool(name: str, tools: Iterable[ToolRecord]) -> UnknownToolError:
+    tools = sorted(tools, key=lambda tool: tool.id)
+    listed = ", ".join(f"{tool.id} (server {tool.server})" for tool in tools[:10])
+    more = f" and {len(tools) - 10} more" if len(tools) > 10 else ""
+    return UnknownToolError(
+        f"'{name}' names {len(tools)} tools: {listed}{more}. Pass the id of the one you mean as 'name'."
+    )
+
+
 def unknown_tool(name: str, ids: Iterable[str]) -> UnknownToolError:
     suggestions = closest_ids(name, ids)
     hint = f" Did you mean: {', '.join(suggestions)}?" if suggestions else ""
     return UnknownToolError(
-        f"No tool has the id '{name}'.{hint} Use search_tools to find a tool and pass its 'id' "
+        f"No tool is called '{name}'.{hint} Use search_tools to find a tool and pass its 'name' "
         "exactly as returned."
     )
 
@@ -121,30 +187,130 @@ def _validator_of(tool: ToolRecord) -> jsonschema.protocols.Validator | None:
     return validator
 
 
-def validate_arguments(tool: ToolRecord, arguments: Mapping[str, Any]) -> None:
-    """Raise InvalidArgumentsError naming each wrong field, why, and its schema fragment."""
+def validate_arguments(tool: ToolRecord, arguments: Mapping[str, Any]) -> list[str]:
+    """Raise InvalidArgumentsError naming each wrong field, why, and its schema fragment.
+
+    Unknown parameters: rejected when the schema forbids extras (`additionalProperties: false`) or
+    when the key looks like a misspelt parameter that was not given ("amout" for "amount"). A
+    schema that explicitly allows extras (`additionalProperties` true or a schema) takes them. A
+    schema that says nothing lets them through, since many upstreams accept them, but they are not
+    passed silently: the returned notes (one per such key) go back to the agent with the result.
+    """
     schema = tool.input_schema or {}
     if not schema:
-        return
+        return []
+    typos, ignored = _unknown_parameters(schema, arguments)
     validator = _validator_of(tool)
-    if validator is None:
-        return
-    try:
-        errors = sorted(validator.iter_errors(dict(arguments)), key=relevance)
-    except Unresolvable as exc:
-        # A $ref we cannot follow (remote, or broken): the upstream validates on its own.
-        logger.warning("cannot validate arguments of '%s': unresolvable $ref (%s)", tool.id, exc)
-        return
-    if not errors:
-        return
-    lines = [_explain(error) for error in errors[:_MAX_ERRORS]]
-    more = f" (and {len(errors) - _MAX_ERRORS} more)" if len(errors) > _MAX_ERRORS else ""
+    errors: list[ValidationError] = []
+    if validator is not None:
+        try:
+            errors = sorted(validator.iter_errors(dict(arguments)), key=relevance)
+        except Unresolvable as exc:
+            # A $ref we cannot follow (remote, or broken): the upstream validates on its own.
+            logger.warning("cannot validate arguments of '%s': unresolvable $ref (%s)", tool.id, exc)
+            errors = []
+    if typos:
+        # The misspelt keys explain themselves; the schema's own complaint about them would repeat it.
+        errors = [e for e in errors if not (e.validator == "additionalProperties" and not e.absolute_path)]
+    if not errors and not typos:
+        return [_ignored_note(tool, key, schema) for key in ignored]
+    lines = [_unexpected(key, hint, _properties(schema)) for key, hint in typos]
+    lines += [_explain(error) for error in errors[: max(0, _MAX_ERRORS - len(lines))]]
+    hidden = len(typos) + len(errors) - len(lines)
+    more = f" (and {hidden} more)" if hidden > 0 else ""
     required = schema.get("required") or []
     raise InvalidArgumentsError(
         f"Invalid arguments for '{tool.id}'{more}:\n"
         + "\n".join(f"- {line}" for line in lines)
         + (f"\nRequired parameters: {', '.join(map(str, required))}." if required else "")
         + "\nFix the arguments and call execute_tool again."
+    )
+
+
+def _properties(schema: Any) -> dict[str, Any]:
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    return dict(properties) if isinstance(properties, Mapping) else {}
+
+
+def _unknown_parameters(
+    schema: Mapping[str, Any], arguments: Mapping[str, Any]
+) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """Top-level keys the schema does not name: (rejected keys with the parameter they probably
+    meant, keys let through). Empty when the schema names no parameters or welcomes extras."""
+    properties = _properties(schema)
+    additional = schema.get("additionalProperties")
+    if not properties or additional is True or isinstance(additional, Mapping):
+        return [], []
+    patterns = schema.get("patternProperties")
+    unknown = [
+        key for key in arguments
+        if key not in properties and not _matches_pattern(key, patterns)
+    ]
+    if not unknown:
+        return [], []
+    not_given = [name for name in properties if name not in arguments]
+    required = [name for name in schema.get("required") or () if name in not_given]
+    typos: list[tuple[str, str | None]] = []
+    ignored: list[str] = []
+    for key in unknown:
+        hint = closest_parameter(key, not_given)
+        if hint is None and len(unknown) == 1 and len(required) == 1:
+            # One key too many and one required parameter missing: that is what it was meant for.
+            hint = required[0]
+        if additional is False or hint is not None:
+            typos.append((key, hint))
+        else:
+            ignored.append(key)
+    return typos, ignored
+
+
+def _matches_pattern(key: str, patterns: Any) -> bool:
+    if not isinstance(patterns, Mapping):
+        return False
+    for pattern in patterns:
+        try:
+            if re.search(str(pattern), key):
+                return True
+        except re.error:
+            return True  # a pattern we cannot read: assume it covers the key, the upstream judges
+    return False
+
+
+def _words(name: str) -> list[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return [word for word in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if word]
+
+
+def closest_parameter(key: str, names: Iterable[str]) -> str | None:
+    """The parameter `key` was probably meant as: a close spelling ("amout" -> "amount") or one
+    sharing a word with it ("file_path" -> "files"); None when nothing is close."""
+    names = list(names)
+    folded = {"".join(_words(name)): name for name in names}
+    close = difflib.get_close_matches("".join(_words(key)), list(folded), n=1, cutoff=0.75)
+    if close:
+        return folded[close[0]]
+    words = [w for w in _words(key) if len(w) >= 3]
+    for name in names:
+        for word in _words(name):
+            if len(word) >= 3 and any(w.startswith(word) or word.startswith(w) for w in words):
+                return name
+    return None
+
+
+def _unexpected(key: str, hint: str | None, properties: Mapping[str, Any] | None = None) -> str:
+    if hint is None:
+        return f"unexpected parameter '{key}'"
+    fragment = (properties or {}).get(hint)
+    return f"unexpected parameter '{key}'; did you mean '{hint}'?" + (
+        f" expected: {_fragment(fragment)}" if fragment else ""
+    )
+
+
+def _ignored_note(tool: ToolRecord, key: str, schema: Mapping[str, Any]) -> str:
+    names = ", ".join(_properties(schema))
+    return (
+        f"Note: '{key}' is not a parameter of '{tool.id}' (its parameters: {names}); it was passed on, "
+        "but the tool may have ignored it."
     )
 
 
@@ -157,8 +323,14 @@ def _explain(error: ValidationError) -> str:
         detail = f"; expected: {_fragment(fragment)}" if fragment else ""
         return f"'{field}' is required but missing{detail}"
     if error.validator == "additionalProperties":
-        allowed = sorted((error.schema.get("properties") or {}) if isinstance(error.schema, dict) else {})
-        return f"{where}: {_message(error)}; allowed parameters: {', '.join(allowed) or 'none'}"
+        properties = _properties(error.schema)
+        given = error.instance if isinstance(error.instance, Mapping) else {}
+        extra = [key for key in given if key not in properties]
+        not_given = [name for name in properties if name not in given]
+        named = "; ".join(_unexpected(f"{where}.{key}" if where != "arguments" else key,
+                                      closest_parameter(key, not_given), properties) for key in extra[:5])
+        allowed = sorted(properties)
+        return f"{named or _message(error)}; allowed parameters: {', '.join(allowed) or 'none'}"
     return f"'{where}': {_message(error)}; schema: {_fragment(error.schema)}"
 
 
@@ -188,4 +360,8 @@ def _json_type(value: Any) -> str:
         return "a number"
     if isinstance(value, list):
         return "an array"
-    return "null" if value is None else f"a {type(value).__name__}"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "an object"
+    return "null" if value is None else "a value of another kind"
