@@ -3,6 +3,9 @@
 Restarting over an unchanged catalog reads every vector back and encodes nothing; a changed tool
 has a new text hash, so only it is encoded again. Rows are float32 bytes, written in one
 transaction per batch, never a whole file rewritten.
+
+A model's id is known once it is loaded, which takes seconds; the file also remembers which id the
+model files at a given place (and backend) had, so vectors can be read back before the model loads.
 """
 
 from __future__ import annotations
@@ -23,6 +26,12 @@ CREATE TABLE IF NOT EXISTS embeddings (
     PRIMARY KEY (model, text_hash)
 ) WITHOUT ROWID
 """
+_MODELS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS models (
+    source TEXT PRIMARY KEY,
+    model TEXT NOT NULL
+) WITHOUT ROWID
+"""
 # SQLite caps the number of bound parameters per statement; stay well under it.
 _CHUNK = 500
 
@@ -40,6 +49,7 @@ class EmbeddingCache:
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(_SCHEMA)
+            db.execute(_MODELS_SCHEMA)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -69,3 +79,13 @@ class EmbeddingCache:
         rows = [(model, key, np.asarray(v, dtype=np.float32).tobytes()) for key, v in vectors.items()]
         with self._connect() as db:
             db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)", rows)
+
+    def model_of(self, source: str) -> str | None:
+        """The model id last loaded from `source` (where the model files are, and the backend)."""
+        with self._connect() as db:
+            row = db.execute("SELECT model FROM models WHERE source = ?", [source]).fetchone()
+        return None if row is None else str(row[0])
+
+    def remember_model(self, source: str, model: str) -> None:
+        with self._connect() as db:
+            db.execute("INSERT OR REPLACE INTO models VALUES (?, ?)", [source, model])

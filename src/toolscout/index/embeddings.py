@@ -2,7 +2,9 @@
 
 Vectors are looked up in memory, then in the on-disk cache (model id + text hash), and only the
 remaining texts are encoded, in batches, reporting progress. The encoder is loaded on first need
-(in the worker thread that runs `complete`), never at import or index time.
+(in the worker thread that runs `complete`), never at import or index time. At index time
+`cached_matrix` may still read vectors from disk: the cache remembers the id of the model last
+loaded from the same files, so a restart over a known catalog is semantic from its first search.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 
 from toolscout.index.base import Encoder
 from toolscout.index.cache import EmbeddingCache, text_hash
+from toolscout.index.model_files import ModelLocation
 from toolscout.search.settings import SearchSettings
 
 log = logging.getLogger(__name__)
@@ -37,11 +40,22 @@ class Embedder:
         self._cache: EmbeddingCache | None = None
         self.encoded = 0  # texts actually run through the model by this embedder (for tests, stats)
 
-    def encoder(self) -> Encoder | None:
-        with self._load_lock:
+    def encoder(self, wait: float | None = None) -> Encoder | None:
+        """The loaded encoder, loading it first if need be; None if it cannot be loaded.
+
+        `wait`: give up (None, no error recorded) after this many seconds of waiting for another
+        thread that is loading it.
+        """
+        if self._encoder is not None:
+            return self._encoder
+        if not self._load_lock.acquire(timeout=-1 if wait is None else wait):
+            return None
+        try:
             if self._encoder is None and self.error is None:
                 self._encoder = self._load()
             return self._encoder
+        finally:
+            self._load_lock.release()
 
     def _load(self) -> Encoder | None:
         from toolscout.index.dense import load_encoder
@@ -51,12 +65,38 @@ class Embedder:
             location = resolve_model(self._settings.model)
             assert location is not None, "dense signal enabled without a model"
             log.info("loading embedding model %s (%s)", location.spec, self._settings.backend)
-            return load_encoder(
+            encoder = load_encoder(
                 location, backend=self._settings.backend, work_dir=self._settings.resolved_cache_dir
             )
         except Exception as exc:  # the one seam where model loading failures become a notice
             self.error = str(exc) or type(exc).__name__
             log.error("embedding model unavailable, keyword search only: %s", self.error)
+            return None
+        cache = self._disk(encoder.model_id)
+        if cache is not None:
+            try:
+                cache.remember_model(self._source(location), encoder.model_id)
+            except Exception as exc:  # noqa: BLE001 - only the next restart's first searches lose
+                log.warning("embedding cache: cannot remember the model's id (%s)", exc)
+        return encoder
+
+    def _source(self, location: ModelLocation) -> str:
+        """What fixes a model's id before it is loaded: where its files are, and the backend."""
+        return f"{location.identity} {self._settings.backend}"
+
+    def _known_model_id(self) -> str | None:
+        """The model's id without loading it: the loaded encoder's, else the one the cache remembers."""
+        if self._encoder is not None:
+            return self._encoder.model_id
+        if self.error is not None:
+            return None
+        from toolscout.index.model_files import resolve_model
+
+        try:
+            location = resolve_model(self._settings.model)
+            cache = self._disk("")
+            return None if location is None or cache is None else cache.model_of(self._source(location))
+        except Exception:  # noqa: BLE001 - the model's load, later, reports what is wrong
             return None
 
     def _disk(self, model_id: str) -> EmbeddingCache | None:
@@ -69,9 +109,23 @@ class Embedder:
         return self._cache
 
     def cached_matrix(self, texts: Sequence[str]) -> np.ndarray | None:
-        """The matrix for `texts` from vectors already in memory, or None if any is missing."""
+        """The matrix for `texts` from vectors in memory or on disk, or None if any is missing.
+
+        Never loads the model: vectors on disk are read under the id the cache remembers for it.
+        """
+        hashes = [text_hash(t) for t in texts]
+        missing = [h for h in dict.fromkeys(hashes) if h not in self._memory]
+        if missing:
+            model_id = self._known_model_id()
+            cache = self._disk(model_id) if model_id is not None else None
+            if cache is None:
+                return None
+            found = cache.get(model_id, missing)  # type: ignore[arg-type]
+            if len(found) < len(missing):
+                return None
+            self._memory.update(found)
         # .get, not [], because complete() may evict vectors from another thread meanwhile.
-        vectors = [self._memory.get(text_hash(t)) for t in texts]
+        vectors = [self._memory.get(h) for h in hashes]
         if not vectors or any(v is None for v in vectors):
             return None
         return np.stack(vectors)

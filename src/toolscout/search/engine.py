@@ -65,6 +65,7 @@ log = logging.getLogger(__name__)
 ProgressCallback = Callable[[int, int], None]
 
 PENDING_NOTICE = "semantic index is still being built; results use keyword signals only"
+MODEL_WAIT = 5.0
 EXACT_NAME = "exact_name"
 # Words of a query that may be a tool id or identifier-like name ("semgrep_scan", "srv__get-x").
 _IDENTIFIER = re.compile(r"[\w][\w\-.:/]*[\w]")
@@ -131,8 +132,13 @@ class _Snapshot:
 class ToolSearch:
     """Hybrid tool search over a replaceable catalog snapshot."""
 
-    def __init__(self, settings: SearchSettings | None = None, *, encoder: Encoder | None = None) -> None:
+    def __init__(
+        self, settings: SearchSettings | None = None, *, encoder: Encoder | None = None, model_wait: float = MODEL_WAIT
+    ) -> None:
         self.settings = settings or SearchSettings()
+        # How long a search waits for the embedding model another thread is loading, before it
+        # answers from the keyword signals (with a notice) instead.
+        self.model_wait = model_wait
         self._snapshot = _Snapshot()
         self._swap = threading.Lock()
         # One complete() at a time: a second caller waits, then finds the work done.
@@ -202,7 +208,8 @@ class ToolSearch:
             **_exact_forms(tools),
         )
         if self._embedder is not None:
-            # Same texts as an embedded catalog (e.g. a re-listing): no need to wait for complete().
+            # Texts embedded before (a re-listing, or a restart over a known catalog: their vectors
+            # are read from the disk cache): no need to wait for complete().
             snapshot = self._embedded(snapshot, self._embedder.cached_matrix) or snapshot
         with self._swap:
             self._snapshot = snapshot
@@ -212,6 +219,9 @@ class ToolSearch:
         if self._embedder is None:
             return
         with self._completing:
+            # Loaded here, in the background, even when every vector came from the cache at index
+            # time: the first search then does not wait for the model to encode its query.
+            self._embedder.encoder()
             self._complete(self._embedder, progress)
 
     def _complete(self, embedder: Embedder, progress: ProgressCallback | None) -> None:
@@ -257,6 +267,9 @@ class ToolSearch:
         self, query: str, *, limit: int = 5, servers: Collection[str] | None = None
     ) -> SearchResponse:
         snapshot = self._snapshot
+        if snapshot.embedded and self._embedder is not None and self._embedder.encoder(self.model_wait) is None:
+            # Vectors came from the cache but the model to encode the query is still loading.
+            snapshot = replace(snapshot, dense=None, intent=None, embedded=False)
         settings = self.settings
         signals = _ready_signals(snapshot)
         notice = self._notice(snapshot)
@@ -344,11 +357,12 @@ class ToolSearch:
         return None if encoder is None else np.asarray(encoder.encode(list(texts)), dtype=np.float32)
 
     def _notice(self, snapshot: _Snapshot) -> str | None:
-        if self._embedder is None or snapshot.embedded or not snapshot.tools:
+        if self._embedder is None or not snapshot.tools:
             return None
+        # Vectors read from the cache at index time are no use if the model then fails to load.
         if self._embedder.error is not None:
             return f"semantic search is unavailable ({self._embedder.error}); results use keyword signals only"
-        return PENDING_NOTICE
+        return None if snapshot.embedded else PENDING_NOTICE
 
 
 def _ready_signals(snapshot: _Snapshot) -> dict[str, Retriever]:
