@@ -12,9 +12,9 @@ import pytest
 
 from toolscout.catalog import ToolRecord
 from toolscout.cli import main
+from toolscout.errors import PinStateError
 from toolscout.security.pinning import (
     PATH_ENV,
-    PinStateError,
     PinStatus,
     PinStore,
     default_state_path,

@@ -7,11 +7,11 @@ from mcp import Client
 from mcp.server.mcpserver import Context, MCPServer
 
 from toolscout.catalog import ToolRecord
+from toolscout.errors import SamplingUnavailableError
 from toolscout.learning.expansion_cache import ExpansionCache
 from toolscout.learning.sampling import (
     MAX_GENERATED_PHRASES,
     Expander,
-    SamplingUnavailableError,
     build_expansion_prompt,
     parse_expansion_reply,
 )

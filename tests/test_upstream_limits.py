@@ -14,7 +14,8 @@ import mcp_types as types
 import pytest
 
 from toolscout.upstream.limits import bound_result
-from toolscout.upstream.stdio import LineReader, StdoutFault
+from toolscout.errors import StdoutFault
+from toolscout.upstream.stdio import LineReader
 
 pytestmark = pytest.mark.anyio
 

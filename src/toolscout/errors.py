@@ -1,18 +1,37 @@
 """The exception tree of toolscout.
 
     ToolscoutError
-     +-- ConfigError          a registry or settings file is wrong; message says where and how to fix
-     +-- UpstreamError        an upstream server failed to start, died, or timed out
-     +-- ToolCallError        a call the agent made cannot be carried out as asked
+     +-- ConfigError               a registry or settings file is wrong; message says where and how to fix
+     |    +-- PinStateError        the pin state file cannot be read, written or locked
+     +-- UpstreamError             an upstream server failed to start, died, or timed out
+     +-- StdoutFault               a stdio upstream broke the framing of its stdout (ends its session)
+     +-- ToolCallError             a call the agent made cannot be carried out as asked
      |    +-- UnknownToolError
      |    +-- InvalidArgumentsError
-     +-- DatasetError         an evaluation data set is malformed
+     +-- SamplingUnavailableError  the MCP client cannot or will not sample (phrase generation stops)
+     +-- DatasetError              an evaluation data set is malformed
 
 Foreign exceptions (OSError, json errors, MCPError, ...) are translated into these at one seam
-each, with ``raise ... from``. This module imports nothing of ours.
+each, with ``raise ... from``: file reads in `toolscout.json_files` and the registry loader, the
+upstream's failures in `toolscout.upstream.connection` (`describe_failure`), the client's sampling
+errors in `toolscout.learning.sampling_mcp`. Private exceptions used for control flow inside one
+module (a leading underscore) are not part of the tree. This module imports nothing of ours.
 """
 
 from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "DatasetError",
+    "InvalidArgumentsError",
+    "PinStateError",
+    "SamplingUnavailableError",
+    "StdoutFault",
+    "ToolCallError",
+    "ToolscoutError",
+    "UnknownToolError",
+    "UpstreamError",
+]
 
 
 class ToolscoutError(Exception):
@@ -23,12 +42,20 @@ class ConfigError(ToolscoutError):
     """A registry, overlay or settings file cannot be used as written."""
 
 
+class PinStateError(ConfigError):
+    """The pin state file cannot be read, written or locked."""
+
+
 class UpstreamError(ToolscoutError):
     """An upstream MCP server could not serve a request."""
 
     def __init__(self, server: str, message: str) -> None:
         super().__init__(f"upstream '{server}': {message}")
         self.server = server
+
+
+class StdoutFault(ToolscoutError):
+    """The upstream broke the stdio framing: a line too long, or a flood of lines that are not JSON."""
 
 
 class ToolCallError(ToolscoutError):
@@ -41,6 +68,10 @@ class UnknownToolError(ToolCallError):
 
 class InvalidArgumentsError(ToolCallError):
     """The arguments do not satisfy the tool's input schema."""
+
+
+class SamplingUnavailableError(ToolscoutError):
+    """The client cannot or will not sample (no capability, no back-channel, refused): stop asking."""
 
 
 class DatasetError(ToolscoutError):

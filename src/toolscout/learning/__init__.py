@@ -15,7 +15,7 @@ from toolscout.learning.examples import Example, example_pairs, load_example_fil
 from toolscout.learning.expansion import apply_expansions
 from toolscout.learning.expansion_cache import ExpansionCache
 from toolscout.learning.overlays import Overlay, discover_overlays, load_overlays, unmatched_patterns
-from toolscout.learning.sampling import Expander, SamplingUnavailableError
+from toolscout.learning.sampling import Expander
 from toolscout.learning.usage import UsageStore, UsageTracker
 
 __all__ = [
@@ -23,7 +23,6 @@ __all__ = [
     "ExpansionCache",
     "Expander",
     "Overlay",
-    "SamplingUnavailableError",
     "UsageStore",
     "UsageTracker",
     "apply_expansions",

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 
 from toolscout.catalog import ToolRecord
-from toolscout.errors import ToolscoutError
+from toolscout.errors import SamplingUnavailableError
 from toolscout.learning.expansion_cache import ExpansionCache
 from toolscout.learning.phrases import clean_phrase, merge_phrases
 
@@ -38,10 +38,6 @@ _PARAMETER_CHARS = 120
 
 _FENCE = re.compile(r"^```[A-Za-z]*\s*$", re.MULTILINE)
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+(.*)$")
-
-
-class SamplingUnavailableError(ToolscoutError):
-    """The client cannot or will not sample (no capability, no back-channel, refused): stop asking."""
 
 
 def _truncate(text: str, limit: int) -> str:

@@ -19,7 +19,8 @@ from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
 from mcp_types import METHOD_NOT_FOUND
 
-from toolscout.learning.sampling import Ask, SamplingUnavailableError
+from toolscout.errors import SamplingUnavailableError
+from toolscout.learning.sampling import Ask
 
 SYSTEM_PROMPT = (
     "You help a search engine match people's requests to software tools. "

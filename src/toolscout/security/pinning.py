@@ -42,14 +42,13 @@ import platformdirs
 from filelock import FileLock, Timeout
 
 from toolscout.catalog import ToolRecord
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigError, PinStateError
 from toolscout.json_files import read_json_file
 from toolscout.security.changes import compare
 
 __all__ = [
     "PATH_ENV",
     "PendingChange",
-    "PinStateError",
     "PinStatus",
     "PinStore",
     "PinVerdict",
@@ -76,10 +75,6 @@ _RECOVERY = (
 )
 
 Key = tuple[str, str]
-
-
-class PinStateError(ConfigError):
-    """The pin state file cannot be read, written or locked."""
 
 
 class PinStatus(StrEnum):

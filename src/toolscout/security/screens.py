@@ -20,7 +20,8 @@ from functools import lru_cache
 import anyio
 
 from toolscout.catalog import ToolRecord
-from toolscout.security.pinning import PinStateError, PinStore
+from toolscout.errors import PinStateError
+from toolscout.security.pinning import PinStore
 from toolscout.security.poisoning import Finding, scan_tool, summarize
 
 logger = logging.getLogger(__name__)

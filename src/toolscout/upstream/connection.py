@@ -14,12 +14,12 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 from mcp import Client, MCPError
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
-from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import ValidationError
 
 from toolscout import __version__
@@ -51,6 +51,18 @@ DEFAULT_PING_TIMEOUT = 5.0
 # Pause before opening another listen stream after one ended, doubling while they keep ending.
 _RELISTEN_BASE_DELAY = 1.0
 _RELISTEN_MAX_DELAY = 60.0
+# An HTTP upstream's client: the MCP transports' own defaults. Other operations are bounded at 30 s;
+# a read may wait 5 minutes, since a server holds a response stream open between events. Redirects
+# are not followed by the client: the transports follow them within the endpoint's origin only.
+_HTTP_TIMEOUT = 30.0
+_HTTP_READ_TIMEOUT = 300.0
+
+
+def _http_client(headers: Mapping[str, str]) -> httpx2.AsyncClient:
+    """The client an HTTP upstream is reached through (to be entered as a context manager)."""
+    return httpx2.AsyncClient(
+        headers=dict(headers), timeout=httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT)
+    )
 
 
 class Upstream:
@@ -240,7 +252,7 @@ class Upstream:
                     # The child holds its own copy now (or was never spawned); ours would hide EOF.
                     tail.release_writer()
             elif spec.transport == "http":
-                http = await stack.enter_async_context(create_mcp_http_client(headers=dict(spec.headers)))
+                http = await stack.enter_async_context(_http_client(spec.headers))
                 read, write = await stack.enter_async_context(
                     streamable_http_client(spec.url or "", http_client=http)
                 )

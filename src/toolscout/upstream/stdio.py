@@ -27,6 +27,7 @@ import anyio.abc
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
+from toolscout.errors import StdoutFault
 from toolscout.upstream.limits import DEFAULT_MAX_LINE_BYTES, human_size
 
 logger = logging.getLogger(__name__)
@@ -44,10 +45,6 @@ _WRITER_FLUSH = 0.5
 _LAST_WORDS = 0.5
 # Polling interval for the leader's exit where no pidfd is available (not Linux).
 _EXIT_POLL = 0.05
-
-
-class StdoutFault(Exception):
-    """The upstream broke the stdio framing: a line too long, or a flood of lines that are not JSON."""
 
 
 class LineReader:
