@@ -1,46 +1,11 @@
-"""Shared test helpers: the search settings tests use, and registries of test upstream servers.
-
-The upstream servers in tests/upstreams/ are real MCP servers run as stdio subprocesses.
-"""
+"""Fixtures every test runs with. Helpers tests import live in tests/support/ (a package)."""
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from toolscout.search import SearchSettings
-
-UPSTREAMS = Path(__file__).parent / "upstreams"
-
-
-def fast_search_settings() -> SearchSettings:
-    """What gateway tests search with: keyword signals only, no embedding model to load."""
-    return SearchSettings.lexical_only()
-
-
-def python_server(script: str, *args: str, **extra: Any) -> dict[str, Any]:
-    """A registry entry running one of tests/upstreams/ with this interpreter."""
-    return {"command": sys.executable, "args": [str(UPSTREAMS / script), *args], **extra}
-
-
-def failing_server(message: str, code: int = 3) -> dict[str, Any]:
-    """A registry entry whose process writes `message` to stderr and exits before any MCP."""
-    script = f"import sys; sys.stderr.write({message!r} + '\\n'); sys.exit({code})"
-    return {"command": sys.executable, "args": ["-c", script]}
-
-
-def time_server() -> dict[str, Any]:
-    """The third-party mcp-server-time from PyPI (a dev dependency)."""
-    return {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
-
-
-def write_registry(path: Path, servers: dict[str, dict[str, Any]]) -> Path:
-    path.write_text(json.dumps({"mcpServers": servers}, indent=2), encoding="utf-8")
-    return path
 
 
 def _private_state(state: Path) -> Any:

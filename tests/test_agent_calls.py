@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import python_server, write_registry
-from gateway_session import gateway_session, text_of
+from support.registries import python_server, write_registry
+from support.gateway_session import gateway_session, text_of
 from mcp import Client
-from wiring import scripted
+from support.wiring import scripted
 
 pytestmark = pytest.mark.anyio
 

@@ -2,7 +2,7 @@ import dataclasses
 
 import numpy as np
 
-from fake_encoder import HashingEncoder
+from support.fake_encoder import HashingEncoder
 from toolscout.catalog import ToolRecord
 from toolscout.index.cache import EmbeddingCache
 from toolscout.search import SearchSettings, ToolSearch

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import python_server, write_registry
-from gateway_session import gateway_session, text_of
+from support.registries import python_server, write_registry
+from support.gateway_session import gateway_session, text_of
 
 from toolscout.upstream import Limits
 

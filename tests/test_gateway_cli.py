@@ -9,11 +9,11 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import failing_server, python_server, write_registry
-from gateway_session import gateway_session, text_of
+from support.registries import failing_server, python_server, write_registry
+from support.gateway_session import gateway_session, text_of
 
 from toolscout.cli import build_parser, main
-from toolscout.commands._gateway import load_specs
+from toolscout.commands._gateway import command_options, load_specs
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def test_a_registry_secret_is_hidden_from_every_log_line_even_those_of_other_lib
     handler = logging.StreamHandler(stream)
     logging.getLogger().addHandler(handler)
     try:
-        load_specs(build_parser().parse_args(["tools", "--registry", str(registry)]))
+        load_specs(command_options(build_parser().parse_args(["tools", "--registry", str(registry)])))
         logging.getLogger("httpx").warning("HTTP Request: POST %s", "https://api.example.com/mcp?key=key-93be0c41aa")
         try:
             raise ValueError("bad header X-Key: key-93be0c41aa")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import fast_search_settings, python_server, write_registry
+from support.registries import fast_search_settings, python_server, write_registry
 from mcp import Client
 
 from toolscout.catalog import ToolRecord

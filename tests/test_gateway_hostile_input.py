@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from conftest import python_server, write_registry
-from gateway_session import gateway_session, text_of
+from support.registries import python_server, write_registry
+from support.gateway_session import gateway_session, text_of
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import python_server, write_registry
-from gateway_session import gateway_session, text_of, wait_until_serving
+from support.registries import python_server, write_registry
+from support.gateway_session import gateway_session, text_of, wait_until_serving
 
 from toolscout.upstream import Limits
 

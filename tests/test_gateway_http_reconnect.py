@@ -13,12 +13,13 @@ from typing import Any
 import anyio
 import pytest
 import uvicorn
-from conftest import fast_search_settings
+from support.registries import fast_search_settings
+from support.waiting import wait_until
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.responses import PlainTextResponse
 from upstreams import weather_server
 
-from toolscout.gateway import Gateway
+from toolscout.gateway import Gateway, GatewayOptions
 from toolscout.registry.loading import ServerSpec
 from toolscout.search import ToolSearch
 
@@ -51,8 +52,7 @@ async def _serve_once(port: int, tg: anyio.abc.TaskGroup) -> tuple[uvicorn.Serve
         done.set()
 
     tg.start_soon(run)
-    while not server.started:
-        await anyio.sleep(0.01)
+    await wait_until(lambda: server.started, timeout=10, interval=0.01)
     return server, done, sock.getsockname()[1]
 
 
@@ -61,7 +61,7 @@ async def test_a_call_after_an_http_upstream_restarted_reconnects_and_succeeds()
         async with anyio.create_task_group() as tg:
             first, first_done, port = await _serve_once(0, tg)
             spec = ServerSpec(name="remote", transport="http", url=f"http://127.0.0.1:{port}/mcp")
-            async with Gateway([spec], ToolSearch(fast_search_settings()), max_restarts=3) as gateway:
+            async with Gateway([spec], ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=3)) as gateway:
                 await gateway.ready(20)
                 tool = gateway.catalog.by_id["remote__get_current_weather"]
                 before = await gateway.call(tool, {"city": "Oslo"})

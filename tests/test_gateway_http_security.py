@@ -18,14 +18,15 @@ import anyio
 import httpx2 as httpx
 import pytest
 import uvicorn
-from conftest import fast_search_settings, python_server, write_registry
+from support.registries import fast_search_settings, python_server, write_registry
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from serve_process import serve_command, served_over_http
+from support.serve_process import serve_command, served_over_http
+from support.waiting import wait_until
 from upstreams import weather_server
 
-from toolscout.gateway import Gateway
+from toolscout.gateway import Gateway, GatewayOptions
 from toolscout.registry.loading import ServerSpec
 from toolscout.search import ToolSearch
 from toolscout.serving.http import http_app
@@ -59,8 +60,7 @@ async def _serve(app: Any, tg: anyio.abc.TaskGroup) -> tuple[str, uvicorn.Server
     sock = socket.create_server(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     tg.start_soon(server.serve, [sock])
-    while not server.started:
-        await anyio.sleep(0.01)
+    await wait_until(lambda: server.started, timeout=10, interval=0.01)
     return f"http://127.0.0.1:{sock.getsockname()[1]}", server
 
 
@@ -74,7 +74,7 @@ async def served() -> AsyncIterator[dict[str, Any]]:
                 name="remote", transport="http", url=f"{upstream_url}/mcp",
                 headers={"X-Api-Key": REGISTRY_KEY}, secrets=frozenset({REGISTRY_KEY}),
             )
-            async with Gateway([spec], ToolSearch(fast_search_settings()), max_restarts=0) as gateway:
+            async with Gateway([spec], ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=0)) as gateway:
                 await gateway.ready(20)
                 server = build_server(gateway)
                 guarded, guarded_server = await _serve(http_app(server, host="127.0.0.1", auth_token=TOKEN), tg)

@@ -12,10 +12,10 @@ from typing import Any
 import anyio
 import pytest
 import uvicorn
-from conftest import fast_search_settings
+from support.registries import fast_search_settings
 from upstreams import weather_server
 
-from toolscout.gateway import Gateway
+from toolscout.gateway import Gateway, GatewayOptions
 from toolscout.registry.loading import ServerSpec
 from toolscout.search import ToolSearch
 from toolscout.upstream import State
@@ -45,7 +45,7 @@ async def test_upstreams_over_streamable_http_and_sse_are_searched_and_called(ur
         ServerSpec(name="legacy", transport="sse", url=urls["sse"]),
     ]
     with anyio.fail_after(30):
-        async with Gateway(specs, ToolSearch(fast_search_settings()), max_restarts=0) as gateway:
+        async with Gateway(specs, ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=0)) as gateway:
             await gateway.ready(20)
             assert {s.name: s.state for s in gateway.statuses()} == {"remote": State.UP, "legacy": State.UP}
             for server in ("remote", "legacy"):
@@ -61,7 +61,7 @@ async def test_an_http_upstream_nobody_listens_on_is_down_with_the_reason() -> N
         port = sock.getsockname()[1]
     specs = [ServerSpec(name="gone", transport="http", url=f"http://127.0.0.1:{port}/mcp")]
     with anyio.fail_after(30):
-        async with Gateway(specs, ToolSearch(fast_search_settings()), start_timeout=10, max_restarts=0) as gateway:
+        async with Gateway(specs, ToolSearch(fast_search_settings()), GatewayOptions(start_timeout=10, max_restarts=0)) as gateway:
             await gateway.ready(15)
             (status,) = gateway.statuses()
     assert status.state is State.DOWN

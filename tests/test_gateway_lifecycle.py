@@ -7,11 +7,12 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import failing_server, fast_search_settings, python_server, write_registry
-from gateway_session import gateway_session
+from support.registries import failing_server, fast_search_settings, python_server, write_registry
+from support.gateway_session import gateway_session
+from support.waiting import wait_until
 
 from toolscout.catalog import Catalog
-from toolscout.gateway import Gateway
+from toolscout.gateway import Gateway, GatewayOptions
 from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch
 from toolscout.upstream import State
@@ -35,7 +36,7 @@ async def test_a_slow_upstream_blocks_neither_startup_nor_the_others_and_joins_t
         changed = anyio.Event()
 
     with anyio.fail_after(60):
-        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), start_timeout=50) as gateway:
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), GatewayOptions(start_timeout=50)) as gateway:
             gateway.add_listener(on_change)
             while "weather__get_forecast" not in gateway.catalog.by_id:
                 await changed.wait()
@@ -53,8 +54,8 @@ async def test_a_slow_upstream_blocks_neither_startup_nor_the_others_and_joins_t
 async def test_an_upstream_that_keeps_failing_is_given_up_on_and_its_status_says_so(tmp_path: Path) -> None:
     registry = write_registry(tmp_path / "servers.json", {"broken": failing_server("fatal: no database")})
     with anyio.fail_after(60):
-        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), max_restarts=1) as gateway:
-            await gateway.pool.upstreams["broken"].finished.wait()
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=1)) as gateway:
+            await gateway.wait_finished("broken")
             (status,) = gateway.statuses()
     assert status.state is State.DOWN
     assert "fatal: no database" in (status.reason or "")
@@ -79,9 +80,8 @@ async def test_an_agents_cancellation_of_a_call_reaches_the_upstream(tmp_path: P
                 ))
                 await running.wait()
                 tg.cancel_scope.cancel()  # the agent gives up on the call
-            # The upstream's tool sees the cancellation and leaves the marker (bounded above).
-            while not marker.exists():
-                await anyio.sleep(0.05)
+            # The upstream's tool sees the cancellation and leaves the marker.
+            await wait_until(marker.exists, timeout=30)
     assert marker.read_text() == "cancelled"
 
 
@@ -93,8 +93,7 @@ async def test_a_call_that_times_out_is_cancelled_at_the_upstream_too(tmp_path: 
             result = await client.call_tool(
                 "execute_tool", {"name": "hostile__hang_until_cancelled", "arguments": {"marker": str(marker)}}
             )
-            # The gateway stopped waiting; the upstream must stop working on it too (bounded above).
-            while not marker.exists():
-                await anyio.sleep(0.05)
+            # The gateway stopped waiting; the upstream must stop working on it too.
+            await wait_until(marker.exists, timeout=30)
     assert result.is_error and "did not answer 'hang_until_cancelled' within 1 s" in result.content[0].text
     assert marker.read_text() == "cancelled"

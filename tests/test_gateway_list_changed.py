@@ -25,13 +25,13 @@ import mcp_types as types
 import pytest
 import uvicorn
 from anyio.streams.buffered import BufferedByteReceiveStream
-from conftest import fast_search_settings, python_server, write_registry
+from support.registries import fast_search_settings, python_server, write_registry
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.subscriptions import ToolsListChanged
 
 from toolscout.catalog import Catalog
-from toolscout.gateway import Gateway
+from toolscout.gateway import Gateway, GatewayOptions
 from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch
 from toolscout.serving.http import http_app
@@ -49,7 +49,7 @@ def _registry(tmp_path: Path, announce: str) -> Path:
 @asynccontextmanager
 async def _gateway(tmp_path: Path, announce: str) -> AsyncIterator[Gateway]:
     specs = load_registries([_registry(tmp_path, announce)])
-    async with Gateway(specs, ToolSearch(fast_search_settings()), max_restarts=0) as gateway:
+    async with Gateway(specs, ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=0)) as gateway:
         await gateway.ready(20)
         yield gateway
 

@@ -13,11 +13,11 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from conftest import failing_server, fast_search_settings, python_server, time_server, write_registry
+from support.registries import failing_server, fast_search_settings, python_server, time_server, write_registry
 from mcp import Client
 
 from toolscout.catalog import MAX_ID_LENGTH, is_valid_id
-from toolscout.gateway import Gateway
+from toolscout.gateway import Gateway, GatewayOptions
 from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch
 from toolscout.serving.server import build_server
@@ -45,7 +45,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 async def gateway(registry: Path) -> AsyncIterator[Gateway]:
     specs = load_registries([registry])
-    async with Gateway(specs, ToolSearch(fast_search_settings()), start_timeout=30, max_restarts=0) as gateway:
+    async with Gateway(specs, ToolSearch(fast_search_settings()), GatewayOptions(start_timeout=30, max_restarts=0)) as gateway:
         await gateway.ready(40)
         yield gateway
 

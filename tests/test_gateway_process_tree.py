@@ -6,15 +6,17 @@ The upstream here starts a helper process that inherits its stdout, as `uvx` -> 
 
 from __future__ import annotations
 
+from contextlib import suppress
 from pathlib import Path
 
 import anyio
 import psutil
 import pytest
-from conftest import fast_search_settings, python_server, write_registry
+from support.registries import fast_search_settings, python_server, write_registry
+from support.waiting import wait_until
 from mcp import Client
 
-from toolscout.gateway import Gateway
+from toolscout.gateway import Gateway, GatewayOptions
 from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch
 from toolscout.serving.server import build_server
@@ -35,9 +37,8 @@ def _helpers(pidfile: Path) -> list[int]:
 
 async def _wait_gone(pids: list[int]) -> list[int]:
     """The pids still alive once they all died or 10 s passed (kills are asynchronous)."""
-    with anyio.move_on_after(10):
-        while any(_alive(pid) for pid in pids):
-            await anyio.sleep(0.05)
+    with suppress(TimeoutError):
+        await wait_until(lambda: not any(_alive(pid) for pid in pids), timeout=10)
     return [pid for pid in pids if _alive(pid)]
 
 
@@ -45,7 +46,7 @@ async def test_stopping_the_gateway_leaves_no_process_of_an_upstream_behind_gran
     pidfile = tmp_path / "helpers.txt"
     registry = write_registry(tmp_path / "servers.json", {"spawning": python_server("spawning_server.py", str(pidfile))})
     with anyio.fail_after(40):
-        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), max_restarts=0) as gateway:
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=0)) as gateway:
             await gateway.ready(20)
             helpers = _helpers(pidfile)
             assert helpers and all(_alive(pid) for pid in helpers)
@@ -59,7 +60,7 @@ async def test_a_call_fails_naming_the_upstream_when_it_dies_while_its_child_hol
         tmp_path / "servers.json", {"spawning": python_server("spawning_server.py", str(pidfile), timeout=300)}
     )
     with anyio.fail_after(60):
-        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), max_restarts=0) as gateway:
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=0)) as gateway:
             await gateway.ready(20)
             first_helper = _helpers(pidfile)[0]
             async with Client(build_server(gateway), mode="legacy") as client:
@@ -78,7 +79,7 @@ async def test_an_upstream_process_that_ignores_sigterm_is_killed_when_the_gatew
     entry = python_server("spawning_server.py", str(pidfile), "--ignore-sigterm")
     registry = write_registry(tmp_path / "servers.json", {"stubborn": entry})
     with anyio.fail_after(40):
-        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), max_restarts=0) as gateway:
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=0)) as gateway:
             await gateway.ready(20)
             helpers = _helpers(pidfile)
             assert helpers and all(_alive(pid) for pid in helpers)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import failing_server, python_server, write_registry
+from support.registries import failing_server, python_server, write_registry
+from support.waiting import wait_until
 
 from toolscout.upstream.published import gateways_dir, running_gateways
 
@@ -30,8 +31,10 @@ async def test_toolscout_tools_shows_that_a_running_gateway_gave_up_on_an_upstre
     with anyio.fail_after(90):
         # stdin stays open and silent: a host that has not said anything yet.
         async with await anyio.open_process(serve, stderr=subprocess.DEVNULL) as process:
-            while not any(g.upstreams.get("broken", {}).get("gave_up") for g in running_gateways([registry])):
-                await anyio.sleep(0.1)
+            await wait_until(
+                lambda: any(g.upstreams.get("broken", {}).get("gave_up") for g in running_gateways([registry])),
+                timeout=80, interval=0.1,
+            )
             snapshot = await anyio.run_process(_toolscout("tools", "--registry", str(registry), "--json"))
             running = await anyio.run_process(_toolscout("tools", "--registry", str(registry), "--running"))
             assert process.stdin is not None

@@ -8,9 +8,9 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 import pytest
-from conftest import python_server, write_registry
+from support.registries import python_server, write_registry
 from mcp import Client, StdioServerParameters
-from serve_process import serve_command, served_over_http
+from support.serve_process import serve_command, served_over_http
 
 pytestmark = pytest.mark.anyio
 

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import fast_search_settings, python_server, write_registry
+from support.registries import fast_search_settings, python_server, write_registry
+from support.waiting import wait_until
 from mcp import Client
 
 from toolscout.catalog import Catalog
-from toolscout.gateway import Gateway
+from toolscout.gateway import Gateway, GatewayOptions
 from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch
 from toolscout.serving.server import build_server
-from toolscout.upstream import pool
 
 pytestmark = pytest.mark.anyio
 
@@ -32,7 +32,7 @@ async def test_a_call_on_an_upstream_that_dies_fails_naming_it_and_the_upstream_
         changed = anyio.Event()
 
     with anyio.fail_after(40):
-        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), max_restarts=2) as gateway:
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=2)) as gateway:
             await gateway.ready(20)
             gateway.add_listener(on_catalog)
             async with Client(build_server(gateway), mode="legacy") as client:
@@ -47,18 +47,17 @@ async def test_a_call_on_an_upstream_that_dies_fails_naming_it_and_the_upstream_
 
 @pytest.mark.parametrize(("stable_uptime", "expected_delay"), [(0.0, "0.1 s"), (3600.0, "1 s")])
 async def test_an_upstream_that_was_up_for_long_is_restarted_at_once_one_that_just_started_after_a_second(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, stable_uptime: float, expected_delay: str
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, stable_uptime: float, expected_delay: str
 ) -> None:
     # The threshold is moved instead of waiting for it: 0 makes any session "long", an hour none.
-    monkeypatch.setattr(pool, "STABLE_UPTIME", stable_uptime)
     registry = write_registry(tmp_path / "servers.json", {"fragile": python_server("fragile_server.py")})
     with anyio.fail_after(40), caplog.at_level(logging.INFO, logger="toolscout.upstream.pool"):
-        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), max_restarts=2) as gateway:
+        options = GatewayOptions(max_restarts=2, stable_uptime=stable_uptime)
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), options) as gateway:
             await gateway.ready(20)
             async with Client(build_server(gateway), mode="legacy") as client:
                 await client.call_tool("execute_tool", {"name": "fragile__crash_now", "arguments": {}})
-                while not any("restarting in" in record.getMessage() for record in caplog.records):
-                    await anyio.sleep(0.05)
+                await wait_until(lambda: any("restarting in" in record.getMessage() for record in caplog.records), timeout=30)
     restarts = [record.getMessage() for record in caplog.records if "restarting in" in record.getMessage()]
     assert restarts[0] == f"upstream 'fragile': restarting in {expected_delay}"
 
@@ -66,7 +65,7 @@ async def test_an_upstream_that_was_up_for_long_is_restarted_at_once_one_that_ju
 async def test_a_call_that_outlasts_the_registry_timeout_fails_naming_the_upstream(tmp_path: Path) -> None:
     registry = write_registry(tmp_path / "servers.json", {"fragile": python_server("fragile_server.py", timeout=1)})
     with anyio.fail_after(30):
-        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), max_restarts=0) as gateway:
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=0)) as gateway:
             await gateway.ready(20)
             async with Client(build_server(gateway), mode="legacy") as client:
                 hung = await client.call_tool("execute_tool", {"name": "fragile__wait_forever", "arguments": {}})
@@ -84,7 +83,7 @@ async def test_progress_is_forwarded_and_keeps_a_long_call_alive_past_the_timeou
         seen.append((progress, total))
 
     with anyio.fail_after(30):
-        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), max_restarts=0) as gateway:
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=0)) as gateway:
             await gateway.ready(20)
             async with Client(build_server(gateway), mode="legacy") as client:
                 # 8 steps of 0.4 s outlast the 2 s timeout; each progress report restarts it.

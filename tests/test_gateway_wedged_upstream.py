@@ -6,8 +6,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import python_server, write_registry
-from gateway_session import gateway_session, text_of, wait_until_serving
+from support.registries import python_server, write_registry
+from support.gateway_session import gateway_session, text_of, wait_until_serving
 
 from toolscout.commands.tools import _served_line
 from toolscout.upstream.published import _status_row

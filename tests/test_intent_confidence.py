@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from fake_encoder import HashingEncoder
+from support.fake_encoder import HashingEncoder
 from test_intent_signal import CATALOG, EXAMPLES
 from toolscout.eval.datasets import Query as EvalQuery
 from toolscout.eval.tuning import record, score

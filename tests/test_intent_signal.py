@@ -4,11 +4,12 @@ import anyio
 import numpy as np
 import pytest
 
-from fake_encoder import HashingEncoder
+from support.fake_encoder import HashingEncoder
 from toolscout.index.base import Query
 from toolscout.index.intent import IntentExamples, IntentRetriever, normalise_request
 from toolscout.learning.examples import Example
-from toolscout.search.engine import PENDING_NOTICE, SearchSettings, ToolSearch
+from toolscout.search import SearchSettings, ToolSearch
+from toolscout.search.engine import PENDING_NOTICE
 from test_search_engine import tool
 
 

@@ -2,9 +2,10 @@ import threading
 
 import pytest
 
-from fake_encoder import HashingEncoder
+from support.fake_encoder import HashingEncoder
 from toolscout.catalog import ToolRecord
-from toolscout.search.engine import PENDING_NOTICE, SearchSettings, ToolSearch
+from toolscout.search import SearchSettings, ToolSearch
+from toolscout.search.engine import PENDING_NOTICE
 from toolscout.search.settings import parse_weights
 
 

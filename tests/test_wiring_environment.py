@@ -16,10 +16,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import python_server, write_registry
-from gateway_session import gateway_session, text_of
+from support.registries import python_server, write_registry
+from support.gateway_session import gateway_session, text_of
 
-from toolscout.gateway import Gateway
+from toolscout.gateway import Gateway, GatewayOptions
 from toolscout.registry.loading import ServerSpec, load_registries, system_ca_bundle, upstream_environment
 from toolscout.search import SearchSettings, ToolSearch
 from toolscout.upstream import State
@@ -65,7 +65,7 @@ def test_a_uvx_server_starts_from_a_minimal_environment(minimal_environment: Non
 
     async def start() -> tuple[State, str | None]:
         engine = ToolSearch(SearchSettings.lexical_only())
-        async with Gateway(load_registries([registry]), engine, start_timeout=90, max_restarts=0) as gateway:
+        async with Gateway(load_registries([registry]), engine, GatewayOptions(start_timeout=90, max_restarts=0)) as gateway:
             await gateway.ready(100)
             status = gateway.statuses()[0]
             return status.state, status.reason

@@ -13,10 +13,10 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from conftest import fast_search_settings, write_registry
+from support.registries import fast_search_settings, write_registry
 from mcp import Client, StdioServerParameters
-from serve_process import serve_command, served_over_http
-from wiring import NOTE, SEND, catalog_where, echoed, ids, scripted
+from support.serve_process import serve_command, served_over_http
+from support.wiring import NOTE, SEND, catalog_where, echoed, ids, scripted
 
 from toolscout.cli import main
 from toolscout.gateway import Gateway

@@ -11,9 +11,9 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import failing_server, fast_search_settings, write_registry
+from support.registries import failing_server, fast_search_settings, write_registry
 from mcp import Client
-from wiring import NOTE, RELOAD, SEND, catalog_where, echoed, ids, scripted
+from support.wiring import NOTE, RELOAD, SEND, catalog_where, echoed, ids, scripted
 
 from toolscout.catalog import ToolRecord
 from toolscout.cli import main

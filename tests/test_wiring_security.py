@@ -9,9 +9,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import fast_search_settings, write_registry
+from support.registries import fast_search_settings, write_registry
 from mcp import Client, StdioServerParameters
-from wiring import NOTE, POISON, RELOAD, SEND, catalog_where, echoed, ids, scripted
+from support.wiring import NOTE, POISON, RELOAD, SEND, catalog_where, echoed, ids, scripted
 
 from toolscout.cli import main
 from toolscout.gateway import Gateway

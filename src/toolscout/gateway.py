@@ -1,6 +1,6 @@
 """The gateway: the upstream pool and the search engine, kept in step over one catalog.
 
-    async with Gateway(specs, ToolSearch(settings)) as gateway:
+    async with Gateway(specs, ToolSearch(settings), GatewayOptions(max_restarts=0)) as gateway:
         await gateway.ready(timeout)              # first starts settled, catalog indexed
         response = await gateway.search("convert a time zone", limit=5)
         result = await gateway.call(gateway.catalog.by_id[tool_id], arguments)
@@ -10,12 +10,16 @@ all upstreams), the engine re-indexed in a worker thread, and listeners told (th
 refreshes its descriptions and notifies its clients). The engine's heavy `complete()` step
 (embeddings) runs after each re-index in a worker thread in the background; until it is done,
 searches answer from what the engine has, with a notice.
+
+The gateway is the one object the MCP server and the commands talk to: it owns the upstream pool
+(nobody else touches it) and answers for it (`limits`, `server_names()`, `server_of(tool_id)`,
+`status_of(server)`, `listed()`, `stop_upstreams()`). It depends on the engine only through the
+`toolscout.search.SearchEngine` protocol, and takes its settings as one `GatewayOptions`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
@@ -27,9 +31,9 @@ import anyio.abc
 import anyio.to_thread
 import mcp_types as types
 
-from toolscout.catalog import Catalog, ToolRecord
+from toolscout.catalog import ID_SEPARATOR, Catalog, ToolRecord
 from toolscout.registry.loading import ServerSpec
-from toolscout.search import SearchResponse, ToolSearch
+from toolscout.search import SearchEngine, SearchResponse
 from toolscout.upstream import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_START_TIMEOUT,
@@ -38,10 +42,12 @@ from toolscout.upstream import (
     UpstreamStatus,
 )
 from toolscout.upstream.connection import ProgressFn
-from toolscout.upstream.pool import DEFAULT_MAX_RESTARTS
+from toolscout.upstream.pool import DEFAULT_MAX_RESTARTS, STABLE_UPTIME
 
 if TYPE_CHECKING:
     from toolscout.learning.examples import Example
+
+__all__ = ["CatalogEnricher", "CatalogListener", "Gateway", "GatewayOptions", "SummaryScreen", "ToolScreen"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +62,21 @@ CatalogEnricher = Callable[[Sequence[ToolRecord]], "tuple[Sequence[ToolRecord], 
 # Given a server's name and its one-line summary (its own words, shown in toolscout's instructions),
 # why that summary must not be shown, or None to show it.
 SummaryScreen = Callable[[str, str], "str | None"]
+
+
+@dataclasses.dataclass(frozen=True)
+class GatewayOptions:
+    """How a gateway runs its upstreams: built once (from the command line by
+    `toolscout.commands._gateway.command_options`, or by a test) and passed whole."""
+
+    start_timeout: float = DEFAULT_START_TIMEOUT
+    # Per call, unless a registry entry's "timeout" says otherwise.
+    call_timeout: float = DEFAULT_CALL_TIMEOUT
+    # Failed restarts in a row before an upstream is given up on; 0: one attempt, never restarted.
+    max_restarts: int = DEFAULT_MAX_RESTARTS
+    # A session up at least this long is restarted at once when it ends (`toolscout.upstream.pool`).
+    stable_uptime: float = STABLE_UPTIME
+    limits: Limits = Limits()
 
 
 class _CompletionStopped(Exception):
@@ -89,29 +110,28 @@ class Gateway:
     def __init__(
         self,
         specs: Sequence[ServerSpec],
-        engine: ToolSearch,
+        engine: SearchEngine,
+        options: GatewayOptions = GatewayOptions(),
         *,
-        start_timeout: float = DEFAULT_START_TIMEOUT,
-        call_timeout: float = DEFAULT_CALL_TIMEOUT,
-        max_restarts: int = DEFAULT_MAX_RESTARTS,
         screens: Sequence[ToolScreen] = (),
         enrich: CatalogEnricher | None = None,
         summary_screen: SummaryScreen | None = None,
-        limits: Limits = Limits(),
     ) -> None:
+        self.options = options
         self.engine = engine
         self._screens = tuple(screens)
         self._enrich = enrich
         self._summary_screen = summary_screen
-        # The engine's intent signal learns from example requests, when the engine has one.
-        self._engine_takes_examples = "examples" in inspect.signature(engine.index).parameters
         self._indexed_key: tuple[object, ...] | None = None
-        self.pool = UpstreamPool(
+        # Only the gateway (and toolscout.upstream) touches the pool; the server and the commands use
+        # the accessors below.
+        self._pool = UpstreamPool(
             specs,
-            start_timeout=start_timeout,
-            call_timeout=call_timeout,
-            max_restarts=max_restarts,
-            limits=limits,
+            start_timeout=options.start_timeout,
+            call_timeout=options.call_timeout,
+            max_restarts=options.max_restarts,
+            stable_uptime=options.stable_uptime,
+            limits=options.limits,
             on_change=self._on_pool_change,
         )
         self.catalog = Catalog()
@@ -127,7 +147,7 @@ class Gateway:
 
     async def __aenter__(self) -> Gateway:
         # Entered in this order and left in the reverse one: task-group scopes must nest.
-        await self.pool.__aenter__()
+        await self._pool.__aenter__()
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
         # Index the (still empty) catalog at once: the engine's first index pays its imports,
@@ -147,16 +167,48 @@ class Gateway:
         try:
             await self._task_group.__aexit__(None, None, None)
         finally:
-            await self.pool.__aexit__(exc_type, exc, tb)
+            await self._pool.__aexit__(exc_type, exc, tb)
         return None
 
     def add_listener(self, listener: CatalogListener) -> None:
         """`listener(catalog)` is awaited after each re-index."""
         self._listeners.append(listener)
 
-    def statuses(self) -> list[UpstreamStatus]:
-        statuses = self.pool.statuses()
-        if self._summary_screen is None:
+    @property
+    def limits(self) -> Limits:
+        """The bounds on calls, results and upstream output the upstreams run with."""
+        return self.options.limits
+
+    def server_names(self) -> list[str]:
+        """Every configured upstream's name, up or not, sorted."""
+        return sorted(self._pool.upstreams)
+
+    def server_of(self, tool_id: str) -> str | None:
+        """The configured upstream a tool id names before its `ID_SEPARATOR`, or None."""
+        name = tool_id.split(ID_SEPARATOR, 1)[0]
+        return name if name in self._pool.upstreams else None
+
+    def status_of(self, server: str) -> UpstreamStatus | None:
+        """One configured upstream's status as it is (summary unscreened), or None if not configured."""
+        upstream = self._pool.upstreams.get(server)
+        return None if upstream is None else upstream.status()
+
+    def listed(self) -> Catalog:
+        """Every tool the upstreams that are up list now, before the screens withhold any."""
+        return self._pool.catalog()
+
+    async def stop_upstreams(self) -> None:
+        """Stop every upstream (no restarts) and wait, bounded, until they have shut down."""
+        await self._pool.stop()
+
+    async def wait_finished(self, server: str) -> None:
+        """Wait until the pool stops supervising `server` (it was given up on, or the gateway closed)."""
+        await self._pool.upstreams[server].finished.wait()
+
+    def statuses(self, *, screened: bool = True) -> list[UpstreamStatus]:
+        """Every upstream's status; `screened`: summaries the summary screen rejects are withheld."""
+        statuses = self._pool.statuses()
+        if not screened or self._summary_screen is None:
             return statuses
         shown = []
         for status in statuses:
@@ -170,7 +222,7 @@ class Gateway:
         Returns False if some upstream was still starting when `timeout` ran out; it joins the
         catalog whenever it comes up.
         """
-        settled = await self.pool.wait_settled(timeout)
+        settled = await self._pool.wait_settled(timeout)
         await self.sync()
         return settled
 
@@ -192,10 +244,14 @@ class Gateway:
                 logger.warning("withholding tool '%s': %s", tool_id, reason)
         return Catalog.of(full.tools, withheld) if withheld else full
 
-    async def sync(self) -> None:
-        """Rebuild the catalog from the pool; re-index and notify only if it changed."""
+    async def sync(self, listed: Catalog | None = None) -> None:
+        """Rebuild the catalog from the pool; re-index and notify only if it changed.
+
+        `listed`: tools listed before (a cached catalog) to screen and index instead of the pool's,
+        for a gateway that is not entered and so starts no upstream (`toolscout search`).
+        """
         async with self._sync_lock:
-            catalog = await self._screened(self.pool.catalog())
+            catalog = await self._screened(self._pool.catalog() if listed is None else listed)
             examples: Sequence[Example] = ()
             if self._enrich is not None:
                 tools, examples = await anyio.to_thread.run_sync(self._enrich, catalog.tools)
@@ -217,11 +273,7 @@ class Gateway:
                     logger.exception("catalog listener failed")
 
     def _index(self, tools: Sequence[ToolRecord], examples: Sequence[Example]) -> None:
-        if self._engine_takes_examples:
-            self.engine.index(tools, examples=examples)
-        else:
-            # Until the engine has an intent signal, examples reach it only through the expansion field.
-            self.engine.index(tools)
+        self.engine.index(tools, examples=examples)
 
     async def search(
         self, query: str, *, limit: int, servers: Collection[str] | None = None
@@ -234,7 +286,7 @@ class Gateway:
     async def call(
         self, tool: ToolRecord, arguments: Mapping[str, Any], progress: ProgressFn | None = None
     ) -> types.CallToolResult:
-        return await self.pool.call(tool, arguments, progress)
+        return await self._pool.call(tool, arguments, progress)
 
     def _on_pool_change(self) -> None:
         self._changed.set()

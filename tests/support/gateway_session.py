@@ -9,11 +9,11 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from conftest import fast_search_settings
+from support.registries import fast_search_settings
 from mcp import Client
 
 from toolscout.catalog import Catalog
-from toolscout.gateway import Gateway
+from toolscout.gateway import Gateway, GatewayOptions
 from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch
 from toolscout.serving.server import build_server
@@ -21,8 +21,10 @@ from toolscout.serving.server import build_server
 
 @asynccontextmanager
 async def gateway_session(registry: Path, **options: Any) -> AsyncIterator[tuple[Gateway, Client]]:
-    """A started gateway (every upstream settled) and a client session on its MCP server."""
-    async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), **options) as gateway:
+    """A started gateway (every upstream settled) and a client session on its MCP server;
+    `options` are those of `GatewayOptions`."""
+    gateway_options = GatewayOptions(**options)
+    async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), gateway_options) as gateway:
         await gateway.ready(30)
         async with Client(build_server(gateway), mode="legacy") as client:
             yield gateway, client

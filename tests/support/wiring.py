@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from conftest import UPSTREAMS
+from support.registries import UPSTREAMS
 
 from toolscout.catalog import Catalog
 from toolscout.gateway import Gateway

@@ -1,9 +1,11 @@
 """What `serve`, `search` and `tools` share: registry, search, security and learning options, and
 opening a gateway.
 
-`search_settings(args)` is the one seam where command-line options become SearchSettings; new
-engine options are added in `add_search_options` and read there. `gateway_hooks(args)` is the one
-seam where security and learning options become the gateway's screens and enricher; it reads and
+`command_options(args, ...)` is the one place that reads a command's arguments: it builds a frozen
+`CommandOptions` (with the `GatewayOptions` the gateway runs with) once, and everything after works
+from that. `search_settings(options)` is the one seam where those become SearchSettings; new engine
+options are added in `add_search_options` and read there. `gateway_hooks(options)` is the one seam
+where security and learning options become the gateway's screens and enricher; it reads and
 validates their files before anything connects, so a mistake is a clear error at start.
 """
 
@@ -21,7 +23,7 @@ from toolscout.upstream.limits import human_size
 
 if TYPE_CHECKING:
     # The engine and the SDK are imported when a command runs, not when the parser is built.
-    from toolscout.gateway import Gateway, SummaryScreen, ToolScreen
+    from toolscout.gateway import Gateway, GatewayOptions, SummaryScreen, ToolScreen
     from toolscout.registry.loading import ServerSpec
     from toolscout.search.settings import SearchSettings
     from toolscout.security.screens import PinScreen
@@ -73,15 +75,6 @@ def byte_size(text: str) -> int:
     return size
 
 
-def limits_from(args: argparse.Namespace) -> Limits:
-    return Limits(
-        max_argument_bytes=args.max_argument_bytes,
-        max_result_bytes=args.max_result_bytes,
-        max_concurrent_calls=args.max_concurrent_calls,
-        max_line_bytes=args.max_line_bytes,
-    )
-
-
 def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="embedding model: installed package or folder; 'none' disables dense")
     parser.add_argument(
@@ -116,6 +109,78 @@ def add_learning_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+@dataclass(frozen=True)
+class PinOptions:
+    """--pins and --strict-pins."""
+
+    # None: $TOOLSCOUT_PINS or the user state directory.
+    path: Path | None = None
+    strict: bool = False
+
+
+@dataclass(frozen=True)
+class LearningOptions:
+    """--overlay and --examples (overlays next to each registry are read as well)."""
+
+    overlays: tuple[Path, ...] = ()
+    examples: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class CommandOptions:
+    """What a command opens its gateway with, read from its arguments once (`command_options`)."""
+
+    gateway: GatewayOptions
+    # The registries named on the command line; none: the bundled one.
+    registries: tuple[Path, ...] = ()
+    model: str | None = None
+    weights: str | None = None
+    # None: this command screens nothing by pins.
+    pins: PinOptions | None = None
+    # False: the poisoning scan withholds the tools it flags.
+    allow_flagged: bool = True
+    # None: this command reads no learning sources.
+    learning: LearningOptions | None = None
+
+    def registry_paths(self) -> list[Path]:
+        from toolscout.registry.loading import default_registry_path
+
+        return list(self.registries) or [default_registry_path()]
+
+
+def command_options(
+    args: argparse.Namespace,
+    *,
+    search: bool = False,
+    security: bool = False,
+    learning: bool = False,
+    max_restarts: int = 0,
+) -> CommandOptions:
+    """The options of a command that added the registry options and, as its flags say, the search,
+    security and learning ones (`add_search_options`, ...); a command without search options
+    searches without embeddings. `max_restarts`: 0 for a one-off snapshot, never restarted."""
+    # Imported when a command runs, not when the parser is built (the engine comes with it).
+    from toolscout.gateway import GatewayOptions
+
+    limits = Limits(
+        max_argument_bytes=args.max_argument_bytes,
+        max_result_bytes=args.max_result_bytes,
+        max_concurrent_calls=args.max_concurrent_calls,
+        max_line_bytes=args.max_line_bytes,
+    )
+    return CommandOptions(
+        gateway=GatewayOptions(
+            start_timeout=args.start_timeout, call_timeout=args.call_timeout, max_restarts=max_restarts, limits=limits
+        ),
+        registries=tuple(args.registry or ()),
+        model=args.model if search else "none",
+        weights=args.weights if search else None,
+        pins=PinOptions(args.pins, args.strict_pins) if security else None,
+        allow_flagged=args.allow_flagged if security else True,
+        learning=LearningOptions(tuple(args.overlay), tuple(args.examples)) if learning else None,
+    )
+
+
 @dataclass
 class GatewayHooks:
     """The security screens and learning sources a command's gateway runs with."""
@@ -131,7 +196,7 @@ class GatewayHooks:
             self.sources.close()
 
 
-def gateway_hooks(args: argparse.Namespace, *, record: bool = False, expand: bool = False) -> GatewayHooks:
+def gateway_hooks(options: CommandOptions, *, record: bool = False, expand: bool = False) -> GatewayHooks:
     """Screens and learning sources from the command's options; ConfigError if a file is unusable.
 
     `record`: usage will be recorded (the store is created); `expand`: phrases will be generated (the
@@ -141,32 +206,33 @@ def gateway_hooks(args: argparse.Namespace, *, record: bool = False, expand: boo
     from toolscout.security.screens import PinScreen, PoisoningScreen
 
     hooks = GatewayHooks()
-    if hasattr(args, "pins"):
-        store = PinStore(args.pins, strict=getattr(args, "strict_pins", False))
+    if options.pins is not None:
+        store = PinStore(options.pins.path, strict=options.pins.strict)
         store.pending()  # reads the state file now: an unreadable one stops the command here
         hooks.pins = PinScreen(store)
         hooks.screens.append(hooks.pins)
-    if not getattr(args, "allow_flagged", True):
+    if not options.allow_flagged:
         poisoning = PoisoningScreen()
         hooks.screens.append(poisoning)
         hooks.summary_screen = poisoning.summary_reason
-    if hasattr(args, "overlay"):
-        hooks.sources = _learning_sources(args, record=record, expand=expand)
+    if options.learning is not None:
+        hooks.sources = _learning_sources(options, options.learning, record=record, expand=expand)
     return hooks
 
 
-def _learning_sources(args: argparse.Namespace, *, record: bool, expand: bool) -> LearningSources:
+def _learning_sources(
+    options: CommandOptions, learning: LearningOptions, *, record: bool, expand: bool
+) -> LearningSources:
     from toolscout.learning import ExpansionCache, UsageStore, discover_overlays
     from toolscout.learning.expansion_cache import default_expansions_path
     from toolscout.learning.usage import default_usage_path
-    from toolscout.registry.loading import default_registry_path
     from toolscout.serving.learning_hooks import LearningSources
 
-    overlays = [*discover_overlays(args.registry or [default_registry_path()]), *args.overlay]
+    overlays = [*discover_overlays(options.registry_paths()), *learning.overlays]
     usage = _open_store(UsageStore, "learning from use") if record or default_usage_path().exists() else None
     cache = _open_store(ExpansionCache, "generated phrases") if expand or default_expansions_path().exists() else None
     try:
-        return LearningSources.load(overlays, args.examples, usage=usage, cache=cache)
+        return LearningSources.load(overlays, list(learning.examples), usage=usage, cache=cache)
     except BaseException:
         for store in (usage, cache):
             if store is not None:
@@ -185,53 +251,43 @@ def _open_store(kind: type[_Store], what: str) -> _Store | None:
         return None
 
 
-def search_settings(args: argparse.Namespace) -> SearchSettings:
+def search_settings(options: CommandOptions) -> SearchSettings:
     """The engine defaults with --model and --weights; ConfigError if an option is unusable."""
     from toolscout.errors import ConfigError
     from toolscout.search.settings import SearchSettings, apply_weights_option
 
-    settings = SearchSettings(model=args.model) if args.model else SearchSettings()
-    if getattr(args, "weights", None):
+    settings = SearchSettings(model=options.model) if options.model else SearchSettings()
+    if options.weights:
         try:
-            settings = apply_weights_option(settings, args.weights)
+            settings = apply_weights_option(settings, options.weights)
         except ValueError as exc:
             raise ConfigError(f"--weights: {exc}") from exc
     return settings
 
 
-def load_specs(args: argparse.Namespace) -> list[ServerSpec]:
+def load_specs(options: CommandOptions) -> list[ServerSpec]:
     """The registries named on the command line, or the bundled default; ConfigError if unusable."""
-    from toolscout.registry.loading import default_registry_path, load_registries
+    from toolscout.registry.loading import load_registries
     from toolscout.secrets import redact_logs
 
-    specs = load_registries(args.registry or [default_registry_path()])
+    specs = load_registries(options.registry_paths())
     redact_logs(secret for spec in specs for secret in spec.secrets)
     return specs
 
 
-def open_gateway(
-    args: argparse.Namespace,
-    specs: list[ServerSpec],
-    *,
-    max_restarts: int | None = None,
-    hooks: GatewayHooks | None = None,
-) -> Gateway:
+def open_gateway(options: CommandOptions, specs: list[ServerSpec], *, hooks: GatewayHooks | None = None) -> Gateway:
     """A gateway over `specs`; without `hooks` it screens nothing and learns nothing."""
     from toolscout.gateway import Gateway
     from toolscout.search import ToolSearch
-    from toolscout.upstream.pool import DEFAULT_MAX_RESTARTS
 
     hooks = hooks or GatewayHooks()
     return Gateway(
         specs,
-        ToolSearch(search_settings(args)),
-        start_timeout=args.start_timeout,
-        call_timeout=args.call_timeout,
-        max_restarts=DEFAULT_MAX_RESTARTS if max_restarts is None else max_restarts,
+        ToolSearch(search_settings(options)),
+        options.gateway,
         screens=hooks.screens,
         summary_screen=hooks.summary_screen,
         enrich=hooks.sources,
-        limits=limits_from(args),
     )
 
 

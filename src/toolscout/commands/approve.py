@@ -24,7 +24,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from toolscout.commands._gateway import add_registry_options, fail, load_specs, open_gateway
+from toolscout.commands._gateway import add_registry_options, command_options, fail, load_specs, open_gateway
 from toolscout.errors import ToolscoutError
 from toolscout.security.hidden import terminal_safe
 from toolscout.security.pinning import PATH_ENV, PendingChange, PinStore, record_from_definition
@@ -145,8 +145,9 @@ def _refresh(args: argparse.Namespace, store: PinStore) -> None:
     import anyio
 
     async def listing() -> None:
-        async with open_gateway(args, load_specs(args), max_restarts=0) as gateway:
-            await gateway.ready(args.start_timeout + 5)
+        options = command_options(args)
+        async with open_gateway(options, load_specs(options)) as gateway:
+            await gateway.ready(options.gateway.start_timeout + 5)
             store.check(gateway.catalog.tools)
 
     anyio.run(listing)
@@ -187,10 +188,11 @@ def _live_listing(args: argparse.Namespace) -> tuple[dict[str, set[str]], dict[s
     from toolscout.upstream.status import State
 
     async def listing() -> tuple[dict[str, set[str]], dict[str, str]]:
-        async with open_gateway(args, load_specs(args), max_restarts=0) as gateway:
-            await gateway.ready(args.start_timeout + 5)
+        options = command_options(args)
+        async with open_gateway(options, load_specs(options)) as gateway:
+            await gateway.ready(options.gateway.start_timeout + 5)
             # One snapshot: a server coming up between the two would otherwise look empty.
-            statuses, catalog = gateway.pool.statuses(), gateway.pool.catalog()
+            statuses, catalog = gateway.statuses(screened=False), gateway.listed()
         listed: dict[str, set[str]] = defaultdict(set)
         for tool in catalog.tools:
             listed[tool.server].add(tool.name)

@@ -1,4 +1,9 @@
-"""`toolscout search "QUERY"`: connect, index, and print the tools an agent would get."""
+"""`toolscout search "QUERY"`: print the tools an agent would get for a request.
+
+It answers from the catalog a gateway last saw over the same registries (`toolscout serve` keeps it
+current; see `toolscout.commands._seen`), screened and indexed as `serve` does, in about a second.
+With `--refresh`, or when no catalog is cached yet, it connects to every upstream first.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +14,19 @@ import logging
 import anyio
 
 from toolscout.commands._gateway import (
+    CommandOptions,
     GatewayHooks,
     add_learning_options,
     add_registry_options,
     add_search_options,
     add_security_options,
+    command_options,
     fail,
     gateway_hooks,
     load_specs,
     open_gateway,
 )
+from toolscout.commands._seen import add_refresh_option, cached, index_seen, remember
 from toolscout.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -35,6 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--server", action="append", dest="servers", metavar="NAME", help="only this server")
     parser.add_argument("--json", action="store_true", help="print JSON (the search_tools result)")
     parser.add_argument("--explain", action="store_true", help="show each signal's rank of each tool")
+    add_refresh_option(parser)
     parser.set_defaults(handler=run)
 
 
@@ -43,33 +52,42 @@ def run(args: argparse.Namespace) -> int:
         return fail("search", "the query is empty; describe the task in a few words")
     if not 1 <= args.k <= 50:
         return fail("search", "-k must be from 1 to 50")
+    options = command_options(args, search=True, security=True, learning=True)
     try:
-        specs = load_specs(args)
-        hooks = gateway_hooks(args)
+        specs = load_specs(options)
+        hooks = gateway_hooks(options)
     except ConfigError as exc:
         return fail("search", str(exc))
     try:
-        return anyio.run(_search, args, specs, hooks)
+        return anyio.run(_search, args, options, specs, hooks)
     except ConfigError as exc:  # e.g. an unusable --weights, found when the engine is made
         return fail("search", str(exc))
     finally:
         hooks.close()
 
 
-async def _search(args: argparse.Namespace, specs: list, hooks: GatewayHooks) -> int:
+async def _search(args: argparse.Namespace, options: CommandOptions, specs: list, hooks: GatewayHooks) -> int:
     from toolscout.serving.server import search_entry
 
-    async with open_gateway(args, specs, max_restarts=0, hooks=hooks) as gateway:
-        await gateway.ready(args.start_timeout + 5)
-        for status in gateway.statuses():
-            if status.reason:
-                logger.warning("upstream '%s' is %s: %s", status.name, status.state.value, status.reason)
-        known = {status.name for status in gateway.statuses()}
-        unknown = sorted(set(args.servers or ()) - known)
-        if unknown:
-            return fail("search", f"unknown server(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        await gateway.wait_complete()
-        response = await gateway.search(args.query, limit=args.k, servers=args.servers)
+    known = {spec.name for spec in specs}
+    unknown = sorted(set(args.servers or ()) - known)
+    if unknown:
+        return fail("search", f"unknown server(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    gateway = open_gateway(options, specs, hooks=hooks)
+    seen = cached("search", args.refresh, options, specs)
+    if seen is not None:
+        statuses = seen.statuses
+        await index_seen(gateway, seen)  # the gateway is not entered: no upstream starts
+    else:
+        async with gateway:
+            await gateway.ready(options.gateway.start_timeout + 5)
+            remember(gateway, options, specs)
+            statuses = tuple(gateway.statuses())
+            await gateway.wait_complete()
+    for status in statuses:
+        if status.reason:
+            logger.warning("upstream '%s' is %s: %s", status.name, status.state.value, status.reason)
+    response = await gateway.search(args.query, limit=args.k, servers=args.servers)
     if args.json:
         entries = [search_entry(hit) | ({"ranks": dict(hit.ranks)} if args.explain else {}) for hit in response.hits]
         print(json.dumps({"tools": entries, "notice": response.notice}, indent=2, ensure_ascii=False))

@@ -14,11 +14,13 @@ from typing import Any
 import anyio
 
 from toolscout.commands._gateway import (
+    CommandOptions,
     GatewayHooks,
     add_learning_options,
     add_registry_options,
     add_search_options,
     add_security_options,
+    command_options,
     fail,
     gateway_hooks,
     load_specs,
@@ -78,13 +80,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.max_restarts < 0:
         return fail("serve", f"--max-restarts must be 0 or more, got {args.max_restarts}")
+    options = command_options(args, search=True, security=True, learning=True, max_restarts=args.max_restarts)
     try:
-        specs = load_specs(args)
-        hooks = gateway_hooks(args, record=not args.no_learn, expand=args.expand)
+        specs = load_specs(options)
+        hooks = gateway_hooks(options, record=not args.no_learn, expand=args.expand)
     except ConfigError as exc:
         return fail("serve", str(exc))
     try:
-        anyio.run(_serve, args, specs, hooks)
+        anyio.run(_serve, args, options, specs, hooks)
     except ConfigError as exc:
         return fail("serve", str(exc))
     except KeyboardInterrupt:
@@ -94,22 +97,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _serve(args: argparse.Namespace, specs: list, hooks: GatewayHooks) -> None:
+async def _serve(args: argparse.Namespace, options: CommandOptions, specs: list, hooks: GatewayHooks) -> None:
     from toolscout.learning import UsageTracker
-    from toolscout.registry.loading import default_registry_path
     from toolscout.serving.learning_hooks import Learning, SamplingExpansion
     from toolscout.serving.server import build_server
     from toolscout.upstream.published import publish_statuses
 
     sources = hooks.sources
-    async with open_gateway(args, specs, hooks=hooks, max_restarts=args.max_restarts) as gateway:
+    async with open_gateway(options, specs, hooks=hooks) as gateway:
         tracker = UsageTracker(sources.usage, enabled=not args.no_learn) if sources else None
         expansion = SamplingExpansion(gateway, sources.cache) if args.expand and sources and sources.cache else None
         async with Learning(gateway, tracker=tracker, expansion=expansion) as learning, anyio.create_task_group() as tg:
             if hooks.pins is not None:
                 tg.start_soon(hooks.pins.follow_approvals, gateway.rescreen)
             # So that `toolscout tools` can show restarts and give-ups only this process knows of.
-            tg.start_soon(publish_statuses, gateway.pool.statuses, args.registry or [default_registry_path()], args.transport)
+            tg.start_soon(publish_statuses, lambda: gateway.statuses(screened=False), options.registry_paths(), args.transport)
             server = build_server(gateway, observers=learning.observers)
             learning.install(server)
             await _run_server(args, gateway, server)
@@ -144,6 +146,6 @@ async def _stop_on_signal(gateway: Any) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for received in signals:
             logger.info("received %s; stopping upstreams", signal.Signals(received).name)
-            await gateway.pool.stop()
+            await gateway.stop_upstreams()
             logging.shutdown()
             os._exit(128 + received)

@@ -17,16 +17,17 @@ import sys
 import anyio
 
 from toolscout.commands._gateway import (
+    CommandOptions,
     GatewayHooks,
     add_registry_options,
     add_security_options,
+    command_options,
     fail,
     gateway_hooks,
     load_specs,
     open_gateway,
 )
 from toolscout.errors import ConfigError
-from toolscout.registry.loading import default_registry_path
 from toolscout.upstream.published import running_gateways
 
 
@@ -45,18 +46,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    options = command_options(args, security=True)
     try:
-        specs = load_specs(args)
-        hooks = gateway_hooks(args)
+        specs = load_specs(options)
+        hooks = gateway_hooks(options)
     except ConfigError as exc:
         return fail("tools", str(exc))
     if args.flagged:
-        return _print_flagged(anyio.run(_flagged, args, specs), args.json)
-    gateways = running_gateways(args.registry or [default_registry_path()])
+        return _print_flagged(anyio.run(_flagged, options, specs), args.json)
+    gateways = running_gateways(options.registry_paths())
     if args.running:
         report = [{"name": spec.name, "transport": spec.transport} for spec in specs]
     else:
-        report = anyio.run(_collect, args, specs, hooks)
+        report = anyio.run(_collect, args, options, specs, hooks)
     for row in report:
         row["serving"] = [
             {"pid": g.pid, "transport": g.transport, **g.upstreams[row["name"]]}
@@ -85,14 +87,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _flagged(args: argparse.Namespace, specs: list) -> list[dict]:
+async def _flagged(options: CommandOptions, specs: list) -> list[dict]:
     from toolscout.security.screens import PoisoningScreen, flagged_tools
 
     # Scans every listed tool, withheld or not: no screens, and nothing is pinned by looking.
-    async with open_gateway(args, specs, max_restarts=0) as gateway:
-        await gateway.ready(args.start_timeout + 5)
-        tools = gateway.pool.catalog().tools
-        summaries = [(s.name, s.summary) for s in gateway.pool.statuses() if s.summary]
+    async with open_gateway(options, specs) as gateway:
+        await gateway.ready(options.gateway.start_timeout + 5)
+        tools = gateway.listed().tools
+        summaries = [(s.name, s.summary) for s in gateway.statuses(screened=False) if s.summary]
     rows = [{"id": tool.id, "server": tool.server, "reason": reason} for tool, reason in flagged_tools(tools)]
     for server, summary in summaries:
         reason = PoisoningScreen.summary_reason(server, summary)
@@ -116,10 +118,10 @@ def _print_flagged(rows: list[dict], as_json: bool) -> int:
     return 0
 
 
-async def _collect(args: argparse.Namespace, specs: list, hooks: GatewayHooks) -> list[dict]:
+async def _collect(args: argparse.Namespace, options: CommandOptions, specs: list, hooks: GatewayHooks) -> list[dict]:
     # One attempt per upstream: this is a snapshot, not a supervisor.
-    async with open_gateway(args, specs, max_restarts=0, hooks=hooks) as gateway:
-        await gateway.ready(args.start_timeout + 5)
+    async with open_gateway(options, specs, hooks=hooks) as gateway:
+        await gateway.ready(options.gateway.start_timeout + 5)
         rows = []
         for status in gateway.statuses():
             row = {
@@ -134,7 +136,7 @@ async def _collect(args: argparse.Namespace, specs: list, hooks: GatewayHooks) -
                 row["tools"] = [t.id for t in gateway.catalog.tools if t.server == status.name]
                 row["withheld"] = {
                     tool.id: gateway.catalog.withheld[tool.id]
-                    for tool in gateway.pool.catalog().tools
+                    for tool in gateway.listed().tools
                     if tool.server == status.name and tool.id in gateway.catalog.withheld
                 }
             rows.append(row)

@@ -26,6 +26,15 @@ class Query:
     embedding: np.ndarray | None = None
 
 
+@dataclass(frozen=True)
+class Retrieval:
+    """A signal's answer to one query: its scores, and how far it trusts them for this query."""
+
+    scores: np.ndarray
+    # 0 to 1 from a signal that knows how sure it is (the intent vote); None from one that does not.
+    confidence: float | None = None
+
+
 class Retriever(Protocol):
     def scores(self, query: Query) -> np.ndarray:
         """One score per tool of the snapshot it was built on; NOT_RETRIEVED where nothing matched."""

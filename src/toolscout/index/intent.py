@@ -26,7 +26,7 @@ from typing import Protocol
 
 import numpy as np
 
-from toolscout.index.base import NOT_RETRIEVED, Query
+from toolscout.index.base import NOT_RETRIEVED, Query, Retrieval
 
 _WORDS = re.compile(r"\w+")
 
@@ -76,12 +76,11 @@ class IntentExamples:
 
 
 @dataclass(frozen=True)
-class IntentVote:
+class IntentVote(Retrieval):
     """One query's vote: a score per tool (NOT_RETRIEVED where no neighbour names it), and how sure it is."""
 
-    scores: np.ndarray
     # 0 (no neighbour close enough) to 1 (the best tool's vote reaches full_vote x neighbours).
-    confidence: float
+    confidence: float = 0.0
 
 
 class IntentRetriever:

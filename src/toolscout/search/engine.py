@@ -19,7 +19,10 @@ weighted RRF; only those two weights change from query to query.
 Adding a signal: give it a name in `toolscout.search.settings.SIGNALS`, build a `Retriever` (one score
 per tool) into the snapshot, and it is ranked, fused and explained like the others. Signals over
 embeddings (e.g. nearest example requests) reuse `Query.embedding`, computed once per search, and
-`Embedder.matrix`, which caches any texts by model and hash.
+`Embedder.matrix`, which caches any texts by model and hash. A signal that knows how sure it is of a
+query answers a `Retrieval` with its `confidence` (the intent vote); the learned signals' weights
+are scaled by it. Every adjustment after fusion (the best sentence's bonus, the demotion of
+destructive tools, exact names first) is made in one place, `ToolSearch._adjusted`.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from toolscout.catalog import ToolRecord
-from toolscout.index.base import NOT_RETRIEVED, Encoder, Query, Retriever
+from toolscout.index.base import NOT_RETRIEVED, Encoder, Query, Retrieval, Retriever
 from toolscout.index.bm25 import BM25Retriever
 from toolscout.index.dense import DenseRetriever
 from toolscout.index.embeddings import Embedder
@@ -45,46 +48,23 @@ from toolscout.index.text import (
     name_document,
     tokenize,
 )
+from toolscout.search.base import ProgressCallback, SearchHit, SearchResponse
 from toolscout.search.destructive import asks_to_destroy, demote_destructive, is_destructive
 from toolscout.search.fusion import weighted_rrf
 from toolscout.search.sentences import add_best_part, mean_direction, request_parts
 from toolscout.search.settings import LEARNED_SIGNALS, SearchSettings, parse_weights
 
-__all__ = [
-    "ProgressCallback",
-    "SearchHit",
-    "SearchResponse",
-    "SearchSettings",
-    "SignalRankings",
-    "ToolSearch",
-    "parse_weights",
-]
+__all__ = ["PENDING_NOTICE", "SignalRankings", "ToolSearch"]
 
 log = logging.getLogger(__name__)
-
-ProgressCallback = Callable[[int, int], None]
 
 PENDING_NOTICE = "semantic index is still being built; results use keyword signals only"
 MODEL_WAIT = 5.0
 EXACT_NAME = "exact_name"
 # Words of a query that may be a tool id or identifier-like name ("semgrep_scan", "srv__get-x").
 _IDENTIFIER = re.compile(r"[\w][\w\-.:/]*[\w]")
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    tool: ToolRecord
-    score: float
-    # 1-based rank each signal gave this tool among its candidates; absent when it did not retrieve it.
-    ranks: Mapping[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class SearchResponse:
-    hits: tuple[SearchHit, ...]
-    signals: tuple[str, ...]
-    # Set when the answer is degraded, e.g. while embeddings of a new catalog are being computed.
-    notice: str | None = None
+# A ready signal: its answer to one query.
+_Signal = Callable[[Query], Retrieval]
 
 
 @dataclass(frozen=True)
@@ -130,7 +110,7 @@ class _Snapshot:
 
 
 class ToolSearch:
-    """Hybrid tool search over a replaceable catalog snapshot."""
+    """Hybrid tool search over a replaceable catalog snapshot (a `SearchEngine`)."""
 
     def __init__(
         self, settings: SearchSettings | None = None, *, encoder: Encoder | None = None, model_wait: float = MODEL_WAIT
@@ -283,13 +263,37 @@ class ToolSearch:
         whole = mean_direction(vectors) if vectors is not None else None
         ranked = self._rankings(snapshot, signals, text, depth, servers, whole)
         fused = ranked.fuse(settings.weights, settings.rrf_k)
-        if parts:
-            per_part = [
-                self._rankings(snapshot, signals, part, depth, servers, None if vectors is None else vectors[i])
-                for i, part in enumerate(parts)
-            ]
-            fusions = [r.fuse(settings.weights, settings.rrf_k) for r in per_part]
-            fused = add_best_part(fused, fusions, settings.sentence_weight)
+        part_fusions = [
+            self._rankings(
+                snapshot, signals, part, depth, servers, None if vectors is None else vectors[i]
+            ).fuse(settings.weights, settings.rrf_k)
+            for i, part in enumerate(parts)
+        ]
+        order, scores, exact = self._adjusted(snapshot, text, servers, fused, part_fusions)
+        positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in ranked.positions.items()}
+        hits = []
+        for position in order[:limit]:
+            ranks = {name: ranked[position] for name, ranked in positions.items() if position in ranked}
+            if position in exact:
+                ranks[EXACT_NAME] = 1
+            hits.append(SearchHit(snapshot.tools[position], scores.get(position, 0.0), ranks))
+        return SearchResponse(hits=tuple(hits), signals=tuple(signals), notice=notice)
+
+    def _adjusted(
+        self,
+        snapshot: _Snapshot,
+        text: str,
+        servers: Collection[str] | None,
+        fused: list[tuple[int, float]],
+        part_fusions: Sequence[list[tuple[int, float]]],
+    ) -> tuple[list[int], dict[int, float], list[int]]:
+        """Every adjustment made after fusion, in this order: each tool gains a share of its best
+        sentence's fused score (`search.sentences`); destructive tools sink unless the request asks
+        to destroy (`search.destructive`); exact name matches go first. Returns the order, the
+        scores and the exact matches."""
+        settings = self.settings
+        if part_fusions:
+            fused = add_best_part(fused, part_fusions, settings.sentence_weight)
         if not asks_to_destroy(text):
             fused = demote_destructive(fused, snapshot.destructive, settings.destructive_factor)
         scores = dict(fused)
@@ -299,14 +303,7 @@ class ToolSearch:
             exact = [p for p in _exact_matches(snapshot, text) if servers is None or snapshot.tools[p].server in servers]
             exact.sort(key=lambda p: -scores.get(p, 0.0))
             order = exact + [p for p in order if p not in set(exact)]
-        positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in ranked.positions.items()}
-        hits = []
-        for position in order[:limit]:
-            ranks = {name: ranked[position] for name, ranked in positions.items() if position in ranked}
-            if position in exact:
-                ranks[EXACT_NAME] = 1
-            hits.append(SearchHit(snapshot.tools[position], scores.get(position, 0.0), ranks))
-        return SearchResponse(hits=tuple(hits), signals=tuple(signals), notice=notice)
+        return order, scores, exact
 
     def rankings(
         self, query: str, *, depth: int, servers: Collection[str] | None = None
@@ -324,7 +321,7 @@ class ToolSearch:
     def _rankings(
         self,
         snapshot: _Snapshot,
-        signals: Mapping[str, Retriever],
+        signals: Mapping[str, _Signal],
         text: str,
         depth: int,
         servers: Collection[str] | None,
@@ -338,15 +335,14 @@ class ToolSearch:
         allowed = np.isin(snapshot.servers, list(servers)) if servers is not None else None
         positions: dict[str, list[int]] = {}
         scale: dict[str, float] = {}
-        for name, retriever in signals.items():
-            if isinstance(retriever, IntentRetriever):
-                vote = retriever.vote(request)
-                positions[name] = _top(vote.scores, allowed, depth)
-                # Both learned signals read the same past requests: when none is close to this
-                # query, neither is trusted (the zero-shot signals decide).
-                scale = dict.fromkeys(LEARNED_SIGNALS, vote.confidence)
-            else:
-                positions[name] = _top(retriever.scores(request), allowed, depth)
+        for name, signal in signals.items():
+            answer = signal(request)
+            positions[name] = _top(answer.scores, allowed, depth)
+            if answer.confidence is not None:
+                # A signal that reports its confidence is the intent vote. Both learned signals
+                # read the same past requests: when none is close to this query, neither is
+                # trusted (the zero-shot signals decide).
+                scale = dict.fromkeys(LEARNED_SIGNALS, answer.confidence)
         return _Ranked(positions, scale)
 
     def _encode(self, snapshot: _Snapshot, texts: Sequence[str]) -> np.ndarray | None:
@@ -365,12 +361,18 @@ class ToolSearch:
         return None if snapshot.embedded else PENDING_NOTICE
 
 
-def _ready_signals(snapshot: _Snapshot) -> dict[str, Retriever]:
-    signals: dict[str, Retriever] = dict(snapshot.retrievers)
-    for name, retriever in (("dense", snapshot.dense), ("intent", snapshot.intent)):
-        if retriever is not None:
-            signals[name] = retriever
+def _ready_signals(snapshot: _Snapshot) -> dict[str, _Signal]:
+    signals = {name: _unweighed(retriever) for name, retriever in snapshot.retrievers.items()}
+    if snapshot.dense is not None:
+        signals["dense"] = _unweighed(snapshot.dense)
+    if snapshot.intent is not None:
+        signals["intent"] = snapshot.intent.vote  # scores, and its confidence for this query
     return signals
+
+
+def _unweighed(retriever: Retriever) -> _Signal:
+    """A retriever that has no notion of confidence, as a signal: its scores, at full weight."""
+    return lambda query: Retrieval(retriever.scores(query))
 
 
 def _top(scores: np.ndarray, allowed: np.ndarray | None, depth: int) -> list[int]:

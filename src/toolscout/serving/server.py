@@ -245,7 +245,7 @@ class MetaTools:
         if servers is not None:
             if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
                 raise ToolCallError("'servers' must be a list of server names.")
-            known = sorted(self.gateway.pool.upstreams)
+            known = self.gateway.server_names()
             unknown = [s for s in servers if s not in known]
             if unknown:
                 raise ToolCallError(
@@ -287,7 +287,7 @@ class MetaTools:
         if raw is None and extra:
             # A common slip: the tool's arguments passed beside `name` instead of inside `arguments`.
             raw = extra
-        check_argument_size(raw, self.gateway.pool.limits.max_argument_bytes)
+        check_argument_size(raw, self.gateway.limits.max_argument_bytes)
         tool_arguments = parse_arguments(raw)
         notes = validate_arguments(tool, tool_arguments)
         result = _naming_server(tool, await self.gateway.call(tool, tool_arguments, progress))
@@ -299,9 +299,9 @@ class MetaTools:
     def _raise_if_server_down(self, tool_id: str) -> None:
         """An id whose server is down is not unknown: say that the server is the problem."""
         # The id's own server, or the one a qualified name ("git.git_log", "mcp__git__git_log") names.
-        servers = [tool_id.split("__", 1)[0], *(server for server, _ in qualified_forms(tool_id))]
-        for server in dict.fromkeys(servers):
-            upstream = self.gateway.pool.upstreams.get(server)
+        servers = [self.gateway.server_of(tool_id), *(server for server, _ in qualified_forms(tool_id))]
+        for server in dict.fromkeys(s for s in servers if s):
+            upstream = self.gateway.status_of(server)
             if upstream is not None and upstream.state is not State.UP:
                 raise UpstreamError(upstream.name, f"is not available ({upstream.reason or upstream.state.value})")
 

@@ -63,12 +63,14 @@ class RestartPolicy:
 
     max_restarts: int = DEFAULT_MAX_RESTARTS
     failures: int = 0
+    # A session up at least this long ended as an incident, not a crash loop: restart it at once.
+    stable_uptime: float = STABLE_UPTIME
 
     def after(self, uptime: float | None) -> float | None:
         self.failures = 0 if uptime is not None else self.failures + 1
         if self.failures > self.max_restarts:
             return None
-        if uptime is not None and uptime >= STABLE_UPTIME:
+        if uptime is not None and uptime >= self.stable_uptime:
             return QUICK_RESTART_DELAY
         return min(RESTART_BASE_DELAY * 2 ** max(self.failures - 1, 0), RESTART_MAX_DELAY)
 
@@ -81,10 +83,12 @@ class UpstreamPool:
         start_timeout: float = DEFAULT_START_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         max_restarts: int = DEFAULT_MAX_RESTARTS,
+        stable_uptime: float = STABLE_UPTIME,
         limits: Limits = Limits(),
         on_change: Callable[[], None] = lambda: None,
     ) -> None:
         self.max_restarts = max_restarts
+        self.stable_uptime = stable_uptime
         self.limits = limits
         self.upstreams: dict[str, Upstream] = {
             spec.name: Upstream(
@@ -123,7 +127,7 @@ class UpstreamPool:
                 await upstream.finished.wait()
 
     async def _supervise(self, upstream: Upstream) -> None:
-        policy = RestartPolicy(self.max_restarts)
+        policy = RestartPolicy(self.max_restarts, stable_uptime=self.stable_uptime)
         try:
             while not self._stopping:
                 uptime = await upstream.run()
