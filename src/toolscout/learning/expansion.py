@@ -83,8 +83,9 @@ def apply_expansions(
         )
     unknown = plan.example_tool_ids - {record.id for record in records}
     if unknown:
-        # Normal while an upstream is down; a typo in an examples file looks the same, so say which.
-        logger.info(
+        # Normal while an upstream is down or starting (this runs at every re-index); the gateway
+        # says once which ids match no tool of a server that is up (serving.learning_hooks).
+        logger.debug(
             "%d example tool id(s) match no tool in the catalog, e.g. %s",
             len(unknown), ", ".join(sorted(unknown)[:3]),
         )

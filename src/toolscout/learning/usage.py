@@ -1,7 +1,8 @@
 """Learning from use: which tool an agent ran after which search, kept as local example requests.
 
 When, in one session, `execute_tool` succeeds on a tool that a recent `search_tools` call returned,
-that (query, tool) pair is evidence of what the tool is for in the user's own words. The tracker
+that (query, tool) pair is evidence of what the tool is for in the user's own words, if the search
+itself would have put the tool near the top (`UsageTracker` says exactly what counts). The tracker
 links the two events; the store keeps the pairs in a SQLite file in the user data directory
 (bounded, deduplicated, never sent anywhere). `UsageStore.examples()` feeds the next index build.
 """
@@ -25,6 +26,8 @@ logger = logging.getLogger(__name__)
 
 USAGE_FILE = "usage.sqlite3"
 MAX_ROWS = 10_000
+# A tool counts as found by a query only when the unfiltered search ranks it this high.
+EVIDENCE_RANK = 5
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS usage (
@@ -100,6 +103,13 @@ class UsageStore(SqliteStore):
                 (self.max_rows,),
             )
 
+    def withdraw(self, query: str, tool_id: str) -> None:
+        """Take back one observation of `tool_id` serving `query` (the agent corrected it)."""
+        key = phrase_key(_bounded_query(query))
+        with self._lock, self._db:
+            self._db.execute("UPDATE usage SET count = count - 1 WHERE query_key = ? AND tool_id = ?", (key, tool_id))
+            self._db.execute("DELETE FROM usage WHERE query_key = ? AND tool_id = ? AND count <= 0", (key, tool_id))
+
     def _where(self, tool_id: str | None, older_than: float | None) -> tuple[str, list[object]]:
         clauses, params = [], []
         if tool_id is not None:
@@ -154,17 +164,55 @@ class UsageStore(SqliteStore):
 class _Search:
     query: str
     at: float
-    returned: frozenset[str]
+    # The ids it returned, best first.
+    returned: tuple[str, ...]
+    # Restricted to some servers (`servers=`): its ranking says nothing about the whole catalog.
+    filtered: bool = False
     recorded: set[str] = field(default_factory=set)
+
+
+def _words(query: str) -> frozenset[str]:
+    return frozenset(phrase_key(query).split())
+
+
+def _rephrases(a: str, b: str) -> bool:
+    """Two requests for the same thing: the same words, or most of them shared."""
+    wa, wb = _words(a), _words(b)
+    return bool(wa and wb) and len(wa & wb) / len(wa | wb) >= 0.5
+
+
+# Given a query and a tool id: does the unfiltered search rank the tool within EVIDENCE_RANK?
+RankCheck = Callable[[str, str], bool]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A successful execution matched to the search that found the tool (`UsageTracker.match`)."""
+
+    query: str
+    tool_id: str
+    server: str
+    # Within EVIDENCE_RANK of a search over the whole catalog; otherwise the unfiltered search must say so.
+    ranked_high: bool
+    # (query, tool id) pairs this execution corrects: the agent asked again and ran another tool.
+    corrects: tuple[tuple[str, str], ...] = ()
 
 
 class UsageTracker:
     """Links a session's successful tool executions to the search that found the tool.
 
-    A pair is recorded when the executed tool was among the results of a search made in the same
-    session at most `window_s` seconds before (the most recent such search wins), once per search
-    and tool: repeated calls after one search are one piece of evidence, not many. Executions of
-    tools no recent search returned are not recorded: the query did not lead to them.
+    Only real successes are evidence. A pair is recorded when:
+    - the call succeeded (the caller reports successes only; an error result is never one);
+    - the executed tool was among the results of a search made in the same session at most
+      `window_s` seconds before (the most recent such search wins): a tool no recent search
+      returned was not found by the query;
+    - that search ranks it high for the query itself: within its first EVIDENCE_RANK results when
+      it searched the whole catalog; when it was restricted to some servers (`servers=`), only if
+      the unfiltered search (`ranks_high`) ranks it that high too. A time tool found by "show me
+      the git log" among the time server's tools alone says nothing about git requests;
+    - once per search and tool: repeated calls after one search are one piece of evidence.
+    A later correction takes it back: when the session then searches again with a rephrasing of
+    that query (most words shared) and succeeds with another tool, the first pair is withdrawn.
     """
 
     SEARCHES_PER_SESSION = 8
@@ -185,11 +233,14 @@ class UsageTracker:
         self._lock = threading.Lock()
         self._sessions: OrderedDict[Hashable, deque[_Search]] = OrderedDict()
 
-    def on_search(self, session_key: Hashable, query: str, returned_ids: Sequence[str]) -> None:
-        """Remember a search_tools call and the tool ids it returned."""
+    def on_search(
+        self, session_key: Hashable, query: str, returned_ids: Sequence[str], *, filtered: bool = False
+    ) -> None:
+        """Remember a search_tools call, the tool ids it returned (best first), and whether it was
+        restricted to some servers."""
         if not self.enabled or not returned_ids or not clean_phrase(query):
             return
-        search = _Search(query=query, at=self._clock(), returned=frozenset(returned_ids))
+        search = _Search(query=query, at=self._clock(), returned=tuple(returned_ids), filtered=filtered)
         with self._lock:
             searches = self._sessions.pop(session_key, None)
             if searches is None:
@@ -199,27 +250,50 @@ class UsageTracker:
             while len(self._sessions) > self.MAX_SESSIONS:
                 self._sessions.popitem(last=False)
 
-    def on_execute_success(self, session_key: Hashable, tool_id: str, server: str = "") -> bool:
-        """Record (query, tool) if a recent search of this session returned the tool; True if recorded."""
+    def on_execute_success(
+        self, session_key: Hashable, tool_id: str, server: str = "", *, ranks_high: RankCheck | None = None
+    ) -> bool:
+        """Record (query, tool) if it is evidence (see the class); True if recorded."""
+        evidence = self.match(session_key, tool_id, server)
+        return evidence is not None and self.commit(evidence, ranks_high=ranks_high)
+
+    def match(self, session_key: Hashable, tool_id: str, server: str = "") -> Evidence | None:
+        """The search a successful execution answers, and what it corrects; in memory, quick.
+
+        Call it when the execution is seen (later searches of the session must not be taken for
+        the one that found the tool); `commit` then writes, off the event loop."""
         if not self.enabled or self.store is None:
-            return False
+            return None
         now = self._clock()
         with self._lock:
-            search = next(
-                (
-                    search
-                    for search in reversed(self._sessions.get(session_key, ()))
-                    if now - search.at <= self.window_s and tool_id in search.returned
-                ),
-                None,
-            )
+            recent = [s for s in self._sessions.get(session_key, ()) if now - s.at <= self.window_s]
+            search = next((s for s in reversed(recent) if tool_id in s.returned), None)
             if search is None or tool_id in search.recorded:
-                return False
+                return None
             search.recorded.add(tool_id)
-        if phrase_key(search.query) == tool_id.casefold():
+            # Earlier searches for the same thing whose tool this one replaces: corrected.
+            rephrased = [s for s in recent if s is not search and _rephrases(s.query, search.query)]
+            corrected = tuple((s.query, other) for s in rephrased for other in sorted(s.recorded - {tool_id}))
+            for s in rephrased:
+                s.recorded.intersection_update({tool_id})
+        return Evidence(
+            query=search.query, tool_id=tool_id, server=server,
+            ranked_high=not search.filtered and search.returned.index(tool_id) < EVIDENCE_RANK,
+            corrects=corrected,
+        )
+
+    def commit(self, evidence: Evidence, *, ranks_high: RankCheck | None = None) -> bool:
+        """Withdraw what `evidence` corrects, then record it if it is evidence; True if recorded.
+
+        `ranks_high` may search: call this from a worker thread."""
+        if self.store is None or phrase_key(evidence.query) == evidence.tool_id.casefold():
             return False  # the agent searched for the id itself: nothing learned about wording
         try:
-            self.store.record(search.query, tool_id, server)
+            for query, other in evidence.corrects:
+                self.store.withdraw(query, other)
+            if not evidence.ranked_high and (ranks_high is None or not ranks_high(evidence.query, evidence.tool_id)):
+                return False
+            self.store.record(evidence.query, evidence.tool_id, evidence.server)
         except sqlite3.Error as exc:
             # Learning is best effort; a full disk must never fail the agent's tool call.
             logger.warning("could not record tool usage in %s: %s", self.store.path, exc)

@@ -9,8 +9,9 @@
 - `LearningSources` fills each tool's expansion field before every index build, from overlays,
   example files, examples learned from use and phrases the client's model generated.
 - `UsageRecorder` sees every meta-tool call: a search's query and the ids it returned, then a
-  successful execute_tool of one of them within the same session, is recorded (in a worker
-  thread: SQLite never runs on the event loop). The next index build uses it.
+  successful execute_tool of one of them within the same session, is recorded when it is evidence
+  (`UsageTracker`: ranked high without a server filter, not corrected later), in a worker thread:
+  SQLite never runs on the event loop. The next index build uses it.
 - `SamplingExpansion` (`serve --expand`) asks a client that declared sampling to write phrases for
   each tool not yet in the cache, in the background and rate-limited; each answer re-indexes.
 """
@@ -46,6 +47,7 @@ from toolscout.learning import (
     unmatched_patterns,
 )
 from toolscout.learning.sampling_mcp import sampling_ask, session_supports_sampling
+from toolscout.learning.usage import EVIDENCE_RANK, Evidence
 from toolscout.serving.server import EXECUTE_TOOL, SEARCH_TOOL, CallObserver
 from toolscout.serving.validation import resolve_tool
 
@@ -87,6 +89,7 @@ class LearningSources:
         self.usage = usage
         self.cache = cache
         self._reported: set[tuple[str, str]] = set()
+        self._unknown_ids: set[str] = set()
 
     @classmethod
     def load(
@@ -105,7 +108,25 @@ class LearningSources:
         generated = self.cache.lookup(tools) if self.cache is not None else None
         expanded = apply_expansions(tools, overlays=self.overlays, examples=examples, generated=generated)
         self._report_unmatched(tools)
+        self._report_unknown_examples(tools, examples)
         return expanded, examples
+
+    def _report_unknown_examples(self, tools: Sequence[ToolRecord], examples: Sequence[Example]) -> None:
+        """Example ids that match no tool of a server that is up: said once per id. An id of a
+        server not (yet) in the catalog is normal while it starts or is down, so it waits."""
+        servers = {tool.id.split("__", 1)[0] for tool in tools}
+        known = {tool.id for tool in tools}
+        unknown = sorted(
+            tool_id for example in examples for tool_id in example.tool_ids
+            if tool_id not in known and tool_id.split("__", 1)[0] in servers and tool_id not in self._unknown_ids
+        )
+        unknown = list(dict.fromkeys(unknown))
+        if unknown:
+            self._unknown_ids.update(unknown)
+            logger.info(
+                "%d example tool id(s) match no tool of their server, e.g. %s",
+                len(unknown), ", ".join(unknown[:3]),
+            )
 
     def _report_unmatched(self, tools: Sequence[ToolRecord]) -> None:
         # A key matching nothing is normal while its server is down, but usually a typo: say it once.
@@ -126,7 +147,7 @@ class UsageRecorder:
     def __init__(self, gateway: Gateway, tracker: UsageTracker) -> None:
         self.gateway = gateway
         self.tracker = tracker
-        self._send, self._receive = anyio.create_memory_object_stream[tuple[Hashable, str, str]](_PENDING_RECORDS)
+        self._send, self._receive = anyio.create_memory_object_stream[Evidence](_PENDING_RECORDS)
         self.finished = anyio.Event()
 
     def observe(
@@ -140,24 +161,43 @@ class UsageRecorder:
         if name == SEARCH_TOOL and isinstance(result.structured_content, dict):
             returned = [entry.get("id") for entry in result.structured_content.get("tools", ())]
             # In memory only: cheap enough for the event loop, and it must precede the execution.
-            self.tracker.on_search(key, str(arguments.get("query", "")), [i for i in returned if isinstance(i, str)])
+            self.tracker.on_search(
+                key, str(arguments.get("query", "")), [i for i in returned if isinstance(i, str)],
+                filtered=bool(arguments.get("servers")),
+            )
         elif name == EXECUTE_TOOL and isinstance(arguments.get("name"), str):
             try:
                 tool = resolve_tool(arguments["name"].strip(), self.gateway.catalog.tools)
             except ToolCallError:
                 return
+            # Matched to its search now: searches made before the write happens must not count.
+            evidence = self.tracker.match(key, tool.id, tool.server)
+            if evidence is None:
+                return
             try:
-                self._send.send_nowait((key, tool.id, tool.server))
+                self._send.send_nowait(evidence)
             except anyio.WouldBlock:
                 logger.debug("usage recording is behind; dropped the execution of %s", tool.id)
 
     async def run(self) -> None:
         try:
             async with self._receive:
-                async for key, tool_id, server in self._receive:
-                    await anyio.to_thread.run_sync(self.tracker.on_execute_success, key, tool_id, server)
+                async for evidence in self._receive:
+                    await anyio.to_thread.run_sync(
+                        lambda: self.tracker.commit(evidence, ranks_high=self._ranks_high)
+                    )
         finally:
             self.finished.set()
+
+    def _ranks_high(self, query: str, tool_id: str) -> bool:
+        """Whether the unfiltered search ranks `tool_id` among its first EVIDENCE_RANK for `query`
+        (in the recorder's worker thread: a search may encode the query)."""
+        try:
+            response = self.gateway.engine.search(query, limit=EVIDENCE_RANK)
+        except Exception:  # noqa: BLE001 - no evidence then; the agent's call is unaffected
+            logger.exception("could not check the rank of %s for a learned request", tool_id)
+            return False
+        return any(hit.tool.id == tool_id for hit in response.hits)
 
     def close(self) -> None:
         """No more records; `run()` writes what is pending, then returns."""
