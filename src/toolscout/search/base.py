@@ -12,6 +12,7 @@ from typing import Protocol
 
 from toolscout.catalog import ToolRecord
 from toolscout.index.intent import LabelledRequest
+from toolscout.search.confidence import MatchStrength
 
 __all__ = ["ProgressCallback", "SearchEngine", "SearchHit", "SearchResponse"]
 
@@ -33,6 +34,8 @@ class SearchResponse:
     signals: tuple[str, ...]
     # Set when the answer is degraded, e.g. while embeddings of a new catalog are being computed.
     notice: str | None = None
+    # How well the best tool matches (`search.confidence`); None without the dense signal.
+    match: MatchStrength | None = None
 
 
 class SearchEngine(Protocol):

@@ -49,6 +49,7 @@ from toolscout.index.text import (
     tokenize,
 )
 from toolscout.search.base import ProgressCallback, SearchHit, SearchResponse
+from toolscout.search.confidence import match_strength
 from toolscout.search.destructive import asks_to_destroy, demote_destructive, is_destructive
 from toolscout.search.fusion import weighted_rrf
 from toolscout.search.sentences import add_best_part, mean_direction, request_parts
@@ -261,6 +262,10 @@ class ToolSearch:
         vectors = self._encode(snapshot, parts) if parts else None
         # One encoder call for all sentences; their mean direction stands for the whole request.
         whole = mean_direction(vectors) if vectors is not None else None
+        if whole is None:
+            # Encoded here rather than in _rankings: the match strength reads the same vector.
+            encoded = self._encode(snapshot, [text])
+            whole = None if encoded is None else encoded[0]
         ranked = self._rankings(snapshot, signals, text, depth, servers, whole)
         fused = ranked.fuse(settings.weights, settings.rrf_k)
         part_fusions = [
@@ -277,7 +282,11 @@ class ToolSearch:
             if position in exact:
                 ranks[EXACT_NAME] = 1
             hits.append(SearchHit(snapshot.tools[position], scores.get(position, 0.0), ranks))
-        return SearchResponse(hits=tuple(hits), signals=tuple(signals), notice=notice)
+        strength = None
+        if snapshot.dense is not None and whole is not None:
+            cosines = snapshot.dense.scores(Query(text=text, tokens=(), embedding=whole))
+            strength = match_strength(cosines if servers is None else cosines[np.isin(snapshot.servers, list(servers))])
+        return SearchResponse(hits=tuple(hits), signals=tuple(signals), notice=notice, match=strength)
 
     def _adjusted(
         self,

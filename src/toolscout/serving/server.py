@@ -26,6 +26,7 @@ from toolscout.catalog import MAX_ID_LENGTH, Catalog, ToolRecord
 from toolscout.errors import ToolCallError, UnknownToolError, UpstreamError
 from toolscout.gateway import Gateway
 from toolscout.search import SearchHit
+from toolscout.search.confidence import weak_notice
 from toolscout.serving import describe
 from toolscout.serving.packing import pack
 from toolscout.serving.validation import (
@@ -60,6 +61,8 @@ _SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
         "tools": {"type": "array", "items": {"type": "object"}},
         "notice": {"type": ["string", "null"]},
         "omitted": {"type": "integer", "minimum": 0},
+        # True when no tool matches the request well (the notice then says so and names the closest).
+        "weak_match": {"type": "boolean"},
     },
     "required": ["tools", "omitted"],
 }
@@ -210,6 +213,9 @@ class MetaTools:
         if max_tokens is not None:
             entries, omitted = pack(entries, max_tokens, lambda entry: json.dumps(entry, ensure_ascii=False))
         notices = [response.notice] if response.notice else []
+        weak = response.match is not None and response.match.weak and bool(entries)
+        if weak:
+            notices.insert(0, weak_notice([entry["id"] for entry in entries[:3]]))
         if omitted:
             notices.append(f"{omitted} matching tool(s) left out to fit max_tokens={max_tokens}.")
         if not entries and not omitted:
@@ -217,7 +223,7 @@ class MetaTools:
         down = self._down(servers)
         if down:
             notices.append(f"Not available right now (their tools cannot be found): {', '.join(down)}.")
-        result = {"tools": entries, "notice": " ".join(notices) or None, "omitted": omitted}
+        result = {"tools": entries, "notice": " ".join(notices) or None, "omitted": omitted, "weak_match": weak}
         return types.CallToolResult(
             content=[types.TextContent(text=json.dumps(result, ensure_ascii=False))],
             structured_content=result,
