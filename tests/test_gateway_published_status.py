@@ -35,7 +35,7 @@ async def test_toolscout_tools_shows_that_a_running_gateway_gave_up_on_an_upstre
                 lambda: any(g.upstreams.get("broken", {}).get("gave_up") for g in running_gateways([registry])),
                 timeout=80, interval=0.1,
             )
-            snapshot = await anyio.run_process(_toolscout("tools", "--registry", str(registry), "--json"))
+            snapshot = await anyio.run_process(_toolscout("tools", "--registry", str(registry), "--json", "--refresh"))
             running = await anyio.run_process(_toolscout("tools", "--registry", str(registry), "--running"))
             assert process.stdin is not None
             await process.stdin.aclose()  # the host goes away: the gateway shuts down

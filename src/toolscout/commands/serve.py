@@ -98,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace, options: CommandOptions, specs: list, hooks: GatewayHooks) -> None:
+    from toolscout.commands._seen import keep_current
     from toolscout.learning import UsageTracker
     from toolscout.serving.learning_hooks import Learning, SamplingExpansion
     from toolscout.serving.server import build_server
@@ -105,6 +106,8 @@ async def _serve(args: argparse.Namespace, options: CommandOptions, specs: list,
 
     sources = hooks.sources
     async with open_gateway(options, specs, hooks=hooks) as gateway:
+        # So that `toolscout search` and `toolscout tools` answer from what this gateway sees.
+        gateway.add_listener(keep_current(gateway, options, specs))
         tracker = UsageTracker(sources.usage, enabled=not args.no_learn) if sources else None
         expansion = SamplingExpansion(gateway, sources.cache) if args.expand and sources and sources.cache else None
         async with Learning(gateway, tracker=tracker, expansion=expansion) as learning, anyio.create_task_group() as tg:

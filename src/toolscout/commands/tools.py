@@ -1,4 +1,8 @@
-"""`toolscout tools`: connect to every upstream once and list them: status, reason, tool counts.
+"""`toolscout tools`: list the upstreams: status, reason, tool counts.
+
+It answers from the catalog a gateway last saw over the same registries (`toolscout serve` keeps it
+current), saying how old it is; with `--refresh`, or when none is cached yet, it connects to every
+upstream once.
 
 Under each upstream it also shows what every `toolscout serve` running over the same registries
 says of it (restarts, give-ups): those gateways publish their statuses for this. With `--running`,
@@ -13,6 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -27,8 +33,13 @@ from toolscout.commands._gateway import (
     load_specs,
     open_gateway,
 )
+from toolscout.commands._seen import add_refresh_option, cached, remember, screened_statuses
 from toolscout.errors import ConfigError
 from toolscout.upstream.published import running_gateways
+
+if TYPE_CHECKING:
+    from toolscout.catalog import Catalog
+    from toolscout.upstream.status import UpstreamStatus
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="show only what running gateways (toolscout serve) report of their upstreams; connect to nothing",
     )
     parser.add_argument("--flagged", action="store_true", help="list the tools the poisoning scan flags, with the reason")
+    add_refresh_option(parser)
     add_security_options(parser)
     parser.set_defaults(handler=run, model="none")
 
@@ -119,28 +131,39 @@ def _print_flagged(rows: list[dict], as_json: bool) -> int:
 
 
 async def _collect(args: argparse.Namespace, options: CommandOptions, specs: list, hooks: GatewayHooks) -> list[dict]:
+    gateway = open_gateway(options, specs, hooks=hooks)
+    seen = cached("tools", args.refresh, options, specs)
+    if seen is not None:
+        if args.list:
+            await gateway.sync(listed=seen.catalog)  # screens them; the gateway is not entered
+        return _rows(args, screened_statuses(seen.statuses, hooks.summary_screen), gateway.catalog, seen.catalog)
     # One attempt per upstream: this is a snapshot, not a supervisor.
-    async with open_gateway(options, specs, hooks=hooks) as gateway:
+    async with gateway:
         await gateway.ready(options.gateway.start_timeout + 5)
-        rows = []
-        for status in gateway.statuses():
-            row = {
-                "name": status.name,
-                "transport": status.transport,
-                "state": status.state.value,
-                "tool_count": status.tool_count,
-                "summary": status.summary,
-                "reason": status.reason,
+        remember(gateway, options, specs)
+        return _rows(args, gateway.statuses(), gateway.catalog, gateway.listed())
+
+
+def _rows(args: argparse.Namespace, statuses: Sequence[UpstreamStatus], catalog: Catalog, listed: Catalog) -> list[dict]:
+    rows = []
+    for status in statuses:
+        row = {
+            "name": status.name,
+            "transport": status.transport,
+            "state": status.state.value,
+            "tool_count": status.tool_count,
+            "summary": status.summary,
+            "reason": status.reason,
+        }
+        if args.list:
+            row["tools"] = [t.id for t in catalog.tools if t.server == status.name]
+            row["withheld"] = {
+                tool.id: catalog.withheld[tool.id]
+                for tool in listed.tools
+                if tool.server == status.name and tool.id in catalog.withheld
             }
-            if args.list:
-                row["tools"] = [t.id for t in gateway.catalog.tools if t.server == status.name]
-                row["withheld"] = {
-                    tool.id: gateway.catalog.withheld[tool.id]
-                    for tool in gateway.listed().tools
-                    if tool.server == status.name and tool.id in gateway.catalog.withheld
-                }
-            rows.append(row)
-        return rows
+        rows.append(row)
+    return rows
 
 
 def _served_line(seen: dict) -> str:

@@ -118,16 +118,23 @@ def _status_row(status: UpstreamStatus) -> dict[str, Any]:
     }
 
 
-def _write(path: Path, data: dict[str, Any]) -> bool:
-    """Replace the file in one step, so a reader never sees half of it; False if that failed."""
+def write_private_json(path: Path, data: dict[str, Any]) -> None:
+    """Replace the file in one step, so a reader never sees half of it; OSError if that failed.
+
+    Readable by this user only: reasons can quote an upstream's stderr.
+    """
     partial = path.with_suffix(".partial")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        json.dump(data, file, ensure_ascii=False)
+    os.replace(partial, path)
+
+
+def _write(path: Path, data: dict[str, Any]) -> bool:
+    """Write the status file; False (logged) if that failed."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Reasons can quote an upstream's stderr: readable by this user only.
-        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            json.dump(data, file, ensure_ascii=False)
-        os.replace(partial, path)
+        write_private_json(path, data)
     except OSError as exc:
         logger.warning("cannot publish upstream statuses to %s (toolscout tools will not show them): %s", path, exc)
         return False

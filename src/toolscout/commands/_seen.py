@@ -1,0 +1,81 @@
+"""How `search` and `tools` answer from the catalog last seen instead of starting every upstream.
+
+`cached(...)` is the catalog a gateway last saw over these registries (None with `--refresh`, or
+when there is none yet: the command connects, and `remember(...)` keeps what it saw). `index_seen`
+screens, enriches and indexes it through a gateway that is never entered, so no upstream starts
+and the answer is the one `serve` gives over the same tools. `serve` keeps the file current with
+`keep_current`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.to_thread
+
+from toolscout.upstream.catalog_cache import SeenCatalog, describe_age, load_catalog, save_catalog
+
+if TYPE_CHECKING:
+    from toolscout.catalog import Catalog
+    from toolscout.commands._gateway import CommandOptions
+    from toolscout.gateway import CatalogListener, Gateway, SummaryScreen
+    from toolscout.registry.loading import ServerSpec
+    from toolscout.upstream.status import UpstreamStatus
+
+
+def add_refresh_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--refresh", action="store_true",
+        help="connect to every upstream now (seconds) instead of answering from the catalog a gateway last saw; "
+             "without a cached catalog it connects anyway",
+    )
+
+
+def cached(command: str, refresh: bool, options: CommandOptions, specs: Sequence[ServerSpec]) -> SeenCatalog | None:
+    """The catalog last seen over the command's registries, saying on stderr how old it is."""
+    if refresh:
+        return None
+    seen = load_catalog(options.registry_paths(), specs)
+    if seen is not None:
+        print(
+            f"toolscout {command}: from the catalog seen {describe_age(seen.age())} ago "
+            "(--refresh connects to the upstreams)",
+            file=sys.stderr,
+        )
+    return seen
+
+
+def remember(gateway: Gateway, options: CommandOptions, specs: Sequence[ServerSpec]) -> None:
+    """Keep what `gateway` sees now for the next command."""
+    save_catalog(options.registry_paths(), specs, gateway.listed(), gateway.statuses(screened=False))
+
+
+def keep_current(gateway: Gateway, options: CommandOptions, specs: Sequence[ServerSpec]) -> CatalogListener:
+    """A catalog listener that keeps the cached catalog current while a gateway serves."""
+
+    async def on_catalog(_catalog: Catalog) -> None:
+        await anyio.to_thread.run_sync(remember, gateway, options, specs)
+
+    return on_catalog
+
+
+async def index_seen(gateway: Gateway, seen: SeenCatalog) -> None:
+    """Screen, enrich and index `seen` as `gateway` would its upstreams' tools (it is not entered)."""
+    await gateway.sync(listed=seen.catalog)
+    await anyio.to_thread.run_sync(gateway.engine.complete)
+
+
+def screened_statuses(
+    statuses: Sequence[UpstreamStatus], summary_screen: SummaryScreen | None
+) -> list[UpstreamStatus]:
+    """Cached statuses with the summaries `summary_screen` rejects withheld, as a gateway shows them."""
+    shown = []
+    for status in statuses:
+        reason = summary_screen(status.name, status.summary) if summary_screen and status.summary else None
+        shown.append(dataclasses.replace(status, summary=f"(description withheld: {reason})") if reason else status)
+    return shown
