@@ -33,7 +33,7 @@ async def test_toolscout_tools_shows_that_a_running_gateway_gave_up_on_an_upstre
         async with await anyio.open_process(serve, stderr=subprocess.DEVNULL) as process:
             await wait_until(
                 lambda: any(g.upstreams.get("broken", {}).get("gave_up") for g in running_gateways([registry])),
-                timeout=80, interval=0.1,
+                timeout=90, interval=0.1,
             )
             snapshot = await anyio.run_process(_toolscout("tools", "--registry", str(registry), "--json", "--refresh"))
             running = await anyio.run_process(_toolscout("tools", "--registry", str(registry), "--running"))

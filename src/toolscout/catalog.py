@@ -15,6 +15,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+__all__ = [
+    "DEFINITION_FIELDS",
+    "ID_SEPARATOR",
+    "LEGACY_FIELDS",
+    "MAX_ID_LENGTH",
+    "Catalog",
+    "ToolRecord",
+    "assign_ids",
+    "fingerprint_of",
+    "is_valid_id",
+]
+
 # Many clients (and model APIs) accept only this for tool names; the MCP spec's rule is a superset.
 MAX_ID_LENGTH = 64
 ID_SEPARATOR = "__"

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 
 from toolscout.registry.loading import redact
 
+__all__ = ["RedactingFilter", "redact_logs"]
+
 
 class RedactingFilter(logging.Filter):
     """Replaces each secret in a record's message and traceback text with `***`."""

@@ -13,6 +13,8 @@ from typing import Protocol
 
 import numpy as np
 
+__all__ = ["NOT_RETRIEVED", "Encoder", "Query", "Retrieval", "Retriever"]
+
 NOT_RETRIEVED = -np.inf
 
 

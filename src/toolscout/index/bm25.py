@@ -13,6 +13,8 @@ import numpy as np
 
 from toolscout.index.base import NOT_RETRIEVED, Query
 
+__all__ = ["BM25Retriever"]
+
 # A document with no tokens still needs a row so that rows stay aligned with tools.
 _EMPTY_TOKEN = "\x00"
 

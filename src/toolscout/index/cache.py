@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+__all__ = ["EmbeddingCache", "text_hash"]
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
     model TEXT NOT NULL,

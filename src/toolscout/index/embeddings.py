@@ -20,6 +20,8 @@ from toolscout.index.cache import EmbeddingCache, text_hash
 from toolscout.index.model_files import ModelLocation
 from toolscout.search.settings import SearchSettings
 
+__all__ = ["CACHE_FILE", "Embedder"]
+
 log = logging.getLogger(__name__)
 
 _CHUNK = 64

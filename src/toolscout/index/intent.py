@@ -28,6 +28,8 @@ import numpy as np
 
 from toolscout.index.base import NOT_RETRIEVED, Query, Retrieval
 
+__all__ = ["IntentExamples", "IntentRetriever", "IntentVote", "LabelledRequest", "normalise_request"]
+
 _WORDS = re.compile(r"\w+")
 
 

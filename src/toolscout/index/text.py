@@ -19,6 +19,17 @@ import Stemmer
 
 from toolscout.catalog import ToolRecord
 
+__all__ = [
+    "dense_document",
+    "description_document",
+    "expansion_document",
+    "leading_verb",
+    "lexical_text",
+    "name_document",
+    "split_identifier",
+    "tokenize",
+]
+
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=[0-9])")
 # Letters and digits of any script ("météo", "東京"); underscores separate words.
 _WORD = re.compile(r"[^\W_]+")

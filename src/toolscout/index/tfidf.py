@@ -14,6 +14,8 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 
 from toolscout.index.base import NOT_RETRIEVED, Query
 
+__all__ = ["TfidfRetriever", "with_bigrams"]
+
 
 def _identity(tokens: Sequence[str]) -> Sequence[str]:
     return tokens

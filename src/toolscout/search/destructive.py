@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from toolscout.catalog import ToolRecord
 from toolscout.index.text import leading_verb, tokenize
 
+__all__ = ["DESTRUCTIVE_STEMS", "REMOVAL_STEMS", "asks_to_destroy", "demote_destructive", "is_destructive"]
+
 # Verbs whose effect cannot be taken back by running the tool again. Stemmed like every indexed
 # word, so "deletes", "removing" and "reset" in any form match.
 _DESTRUCTIVE_VERBS = """delete remove drop erase clear purge reset revert undo unstage wipe destroy

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
+__all__ = ["weighted_rrf"]
+
 Item = TypeVar("Item", bound=Hashable)
 
 

@@ -26,6 +26,8 @@ import numpy as np
 
 from toolscout.index.text import tokenize
 
+__all__ = ["add_best_part", "mean_direction", "request_parts"]
+
 Item = TypeVar("Item", bound=Hashable)
 
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=[A-Z])")

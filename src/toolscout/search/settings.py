@@ -22,6 +22,21 @@ import platformdirs
 from toolscout.index.model_files import DEFAULT_MODEL
 from toolscout.json_files import read_json_file
 
+__all__ = [
+    "DEFAULT_INTENT_FULL_VOTE",
+    "DEFAULT_INTENT_MIN_SIMILARITY",
+    "DEFAULT_INTENT_NEIGHBOURS",
+    "DEFAULT_RRF_K",
+    "DEFAULT_WEIGHTS",
+    "LEARNED_SIGNALS",
+    "LEXICAL_SIGNALS",
+    "SIGNALS",
+    "SearchSettings",
+    "apply_weights_option",
+    "parse_signals",
+    "parse_weights",
+]
+
 SIGNALS = ("bm25_name", "bm25_description", "bm25_expansion", "tfidf", "dense", "intent")
 LEXICAL_SIGNALS = ("bm25_name", "bm25_description", "bm25_expansion", "tfidf")
 # Signals fed by example requests (the expansion field and the intent vote): with examples, their

@@ -38,6 +38,16 @@ from toolscout.upstream.connection import (
 from toolscout.upstream.limits import Limits
 from toolscout.upstream.records import build_catalog
 
+__all__ = [
+    "DEFAULT_MAX_RESTARTS",
+    "QUICK_RESTART_DELAY",
+    "RESTART_BASE_DELAY",
+    "RESTART_MAX_DELAY",
+    "STABLE_UPTIME",
+    "RestartPolicy",
+    "UpstreamPool",
+]
+
 logger = logging.getLogger(__name__)
 
 RESTART_BASE_DELAY = 1.0

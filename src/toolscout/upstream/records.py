@@ -13,6 +13,8 @@ import mcp_types as types
 
 from toolscout.catalog import ToolRecord, assign_ids
 
+__all__ = ["build_catalog", "tool_record"]
+
 
 def _annotations(tool: types.Tool) -> dict[str, Any] | None:
     if tool.annotations is None:

@@ -10,6 +10,8 @@ from mcp import MCPError
 
 from toolscout.errors import ToolscoutError
 
+__all__ = ["State", "UpstreamStatus", "describe_failure", "summarize"]
+
 
 class State(enum.StrEnum):
     STARTING = "starting"

@@ -16,6 +16,8 @@ from typing import TextIO
 
 import anyio
 
+__all__ = ["StderrTail"]
+
 logger = logging.getLogger(__name__)
 
 _READ_SIZE = 65536

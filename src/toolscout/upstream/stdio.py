@@ -30,6 +30,8 @@ from mcp.shared.message import SessionMessage
 from toolscout.errors import StdoutFault
 from toolscout.upstream.limits import DEFAULT_MAX_LINE_BYTES, human_size
 
+__all__ = ["MAX_JUNK_LINES", "LineReader", "stdio_transport"]
+
 logger = logging.getLogger(__name__)
 
 # Consecutive stdout lines that are not JSON-RPC before the upstream is judged broken. A few are

@@ -12,6 +12,8 @@ from typing import Any
 
 import anyio
 
+__all__ = ["EndWatchingStream"]
+
 
 class EndWatchingStream:
     """A read stream that sets `ended` when the stream it wraps reaches its end or is closed."""
