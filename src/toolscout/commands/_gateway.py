@@ -42,6 +42,11 @@ def add_registry_options(parser: argparse.ArgumentParser) -> None:
         "--start-timeout", type=float, default=DEFAULT_START_TIMEOUT, metavar="SECONDS",
         help=f"how long each upstream may take to start (default {DEFAULT_START_TIMEOUT:g})",
     )
+
+
+
+def add_call_limit_options(parser: argparse.ArgumentParser) -> None:
+    """Bounds on the calls a serving gateway proxies (only `serve` makes calls)."""
     parser.add_argument(
         "--call-timeout", type=float, default=DEFAULT_CALL_TIMEOUT, metavar="SECONDS",
         help=f"default per-call timeout; a registry entry's \"timeout\" overrides it (default {DEFAULT_CALL_TIMEOUT:g})",
@@ -154,11 +159,13 @@ def command_options(
     search: bool = False,
     security: bool = False,
     learning: bool = False,
+    calls: bool = False,
     max_restarts: int = 0,
 ) -> CommandOptions:
     """The options of a command that added the registry options and, as its flags say, the search,
-    security and learning ones (`add_search_options`, ...); a command without search options
-    searches without embeddings. `max_restarts`: 0 for a one-off snapshot, never restarted."""
+    security, learning and call-limit ones (`add_search_options`, ...); a command without search
+    options searches without embeddings, one without call-limit options keeps the default limits.
+    `max_restarts`: 0 for a one-off snapshot, never restarted."""
     # Imported when a command runs, not when the parser is built (the engine comes with it).
     from toolscout.gateway import GatewayOptions
 
@@ -167,10 +174,11 @@ def command_options(
         max_result_bytes=args.max_result_bytes,
         max_concurrent_calls=args.max_concurrent_calls,
         max_line_bytes=args.max_line_bytes,
-    )
+    ) if calls else Limits()
+    call_timeout = args.call_timeout if calls else DEFAULT_CALL_TIMEOUT
     return CommandOptions(
         gateway=GatewayOptions(
-            start_timeout=args.start_timeout, call_timeout=args.call_timeout, max_restarts=max_restarts, limits=limits
+            start_timeout=args.start_timeout, call_timeout=call_timeout, max_restarts=max_restarts, limits=limits
         ),
         registries=tuple(args.registry or ()),
         model=args.model if search else "none",

@@ -32,7 +32,12 @@ from toolscout.security.poisoning import scan_tool, summarize
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("approve", help="review and approve changed tool definitions (pinning)")
+    parser = subparsers.add_parser(
+        "approve",
+        help="review and approve changed tool definitions (pinning)",
+        description="Review the tool definitions that changed since they were approved (with --strict-pins, new "
+        "ones too), with their differences, and approve them so the gateway offers them again.",
+    )
     parser.add_argument(
         "tools", nargs="*", metavar="TOOL", help="tool names to approve (with --server if ambiguous), or to forget"
     )

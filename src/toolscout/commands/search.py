@@ -33,7 +33,12 @@ logger = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("search", help="search the upstream tools from the command line")
+    parser = subparsers.add_parser(
+        "search",
+        help="search the upstream tools from the command line",
+        description="Print the tools search_tools would return for a request, from the catalog a gateway last "
+        "saw over the same registries (its age is shown); --refresh connects to every upstream first.",
+    )
     parser.add_argument("query", help="what you need to do, in plain words")
     add_registry_options(parser)
     add_search_options(parser)

@@ -16,6 +16,7 @@ import anyio
 from toolscout.commands._gateway import (
     CommandOptions,
     GatewayHooks,
+    add_call_limit_options,
     add_learning_options,
     add_registry_options,
     add_search_options,
@@ -38,8 +39,14 @@ DEFAULT_READY_WAIT = 10.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("serve", help="run the gateway as an MCP server")
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the gateway as an MCP server",
+        description="Run toolscout as one MCP server for an agent's host: start every upstream of the registry, "
+        "index their tools and offer search_tools and execute_tool over stdio (default) or streamable HTTP.",
+    )
     add_registry_options(parser)
+    add_call_limit_options(parser)
     add_search_options(parser)
     add_security_options(parser)
     add_learning_options(parser)
@@ -51,7 +58,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--expand", action="store_true",
         help="when the client supports sampling, have its model write phrases for each tool, in the background",
     )
-    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
+    parser.add_argument(
+        "--transport", choices=("stdio", "http"), default="stdio",
+        help="stdio (default): the MCP host starts toolscout and speaks MCP over its stdin/stdout (Claude Desktop, "
+             "Cursor, ...); http: serve streamable HTTP at http://HOST:PORT/mcp for clients that connect by URL",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765; 0 picks a free one)")
     parser.add_argument(
@@ -80,7 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.max_restarts < 0:
         return fail("serve", f"--max-restarts must be 0 or more, got {args.max_restarts}")
-    options = command_options(args, search=True, security=True, learning=True, max_restarts=args.max_restarts)
+    options = command_options(args, search=True, security=True, learning=True, calls=True, max_restarts=args.max_restarts)
     try:
         specs = load_specs(options)
         hooks = gateway_hooks(options, record=not args.no_learn, expand=args.expand)

@@ -43,7 +43,13 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("tools", help="list the upstream servers, their status and tool counts")
+    parser = subparsers.add_parser(
+        "tools",
+        help="list the upstream servers, their status and tool counts",
+        description="List the upstream servers with their state, tool count and purpose (or why they are down), "
+        "from the catalog a gateway last saw; --refresh connects to each once, --running shows what running "
+        "gateways report.",
+    )
     add_registry_options(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--list", action="store_true", help="also list each tool's id, and why a tool is withheld")
