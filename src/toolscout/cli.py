@@ -15,7 +15,7 @@ import sys
 from toolscout import __version__
 
 # Order is the order `toolscout --help` lists them in.
-COMMAND_MODULES = ("serve", "search", "tools", "approve", "eval", "tune", "examples", "expansions")
+COMMAND_MODULES = ("serve", "search", "tools", "approve", "eval", "tune", "examples", "expansions", "train_model")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -135,6 +135,12 @@ def score(replay: Replay, weights: Mapping[str, float], rrf_k: float, cut: int =
     return Score(full_recall=full_recall, mrr=float(np.mean(1.0 / first)))
 
 
+def mean_score(replays: Sequence[Replay], weights: Mapping[str, float], rrf_k: float, cut: int = 10) -> Score:
+    """The mean of each replay's Full Recall and MRR: every data set counts the same, whatever its size."""
+    scores = [score(replay, weights, rrf_k, cut) for replay in replays]
+    return Score(float(np.mean([s.full_recall for s in scores])), float(np.mean([s.mrr for s in scores])))
+
+
 @dataclass(frozen=True)
 class Fit:
     weights: dict[str, float]
@@ -144,7 +150,7 @@ class Fit:
 
 
 def coordinate_ascent(
-    replay: Replay,
+    replay: Replay | Sequence[Replay],
     weights: Mapping[str, float],
     rrf_k: float,
     *,
@@ -153,10 +159,14 @@ def coordinate_ascent(
     rounds: int = 4,
     progress: Callable[[str], None] | None = None,
 ) -> Fit:
-    """The best weights and k found from the starting point, changing only `params`."""
-    current = {name: float(weights.get(name, 0.0)) for name in replay.signals}
+    """The best weights and k found from the starting point, changing only `params`.
+
+    Several replays (e.g. one per data set) are fitted together on the mean of their scores.
+    """
+    replays = [replay] if isinstance(replay, Replay) else list(replay)
+    current = {name: float(weights.get(name, 0.0)) for name in replays[0].signals}
     k = float(rrf_k)
-    best = score(replay, current, k, cut)
+    best = mean_score(replays, current, k, cut)
     evaluations = 1
     for round_number in range(1, rounds + 1):
         improved = False
@@ -164,7 +174,7 @@ def coordinate_ascent(
             for value in K_GRID if param == RRF_K else WEIGHT_GRID:
                 trial_weights = current if param == RRF_K else {**current, param: value}
                 trial_k = float(value) if param == RRF_K else k
-                trial = score(replay, trial_weights, trial_k, cut)
+                trial = mean_score(replays, trial_weights, trial_k, cut)
                 evaluations += 1
                 if trial.objective > best.objective + 1e-9:
                     best, current, k, improved = trial, dict(trial_weights), trial_k, True

@@ -1,0 +1,68 @@
+"""`toolscout train-model`: fine-tune the tool-retrieval embedding model (needs `toolscout[train]`).
+
+One command from a fresh clone reproduces the shipped model: it balances the training pairs, mines
+hard negatives with toolscout's own keyword search, fine-tunes all-MiniLM-L6-v2 with checkpoints
+(run it again with the same options to resume after an interruption), then exports the int8 ONNX
+file, tokenizer and model card the runtime loads. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from toolscout.commands._gateway import fail
+from toolscout.errors import ToolscoutError
+
+logger = logging.getLogger(__name__)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from toolscout.training.data import LICENSED_SOURCES
+
+    parser = subparsers.add_parser(
+        "train-model",
+        help="fine-tune the tool-retrieval embedding model (needs toolscout[train])",
+        description="Fine-tune all-MiniLM-L6-v2 on request -> tool pairs with in-batch and mined hard "
+        "negatives, resumable from checkpoints, and export it for the runtime (int8 ONNX + tokenizer).",
+    )
+    parser.add_argument("--data", required=True, type=Path, metavar="DIR",
+                        help="training folder with tools.jsonl and pairs.jsonl (e.g. ../shared/train)")
+    parser.add_argument("--out", required=True, type=Path, metavar="DIR",
+                        help="run folder: prepared pairs, checkpoints, the trained model; re-run to resume")
+    parser.add_argument("--sources", default=",".join(LICENSED_SOURCES),
+                        help="comma-separated training sources (default: those with a stated licence)")
+    parser.add_argument("--steps", type=int, default=360, help="optimiser steps (default 360)")
+    parser.add_argument("--batch-size", type=int, default=32, help="pairs per step (default 32)")
+    parser.add_argument("--learning-rate", type=float, default=4e-5, help="peak learning rate (default 4e-5)")
+    parser.add_argument("--per-tool", type=int, default=12, help="at most this many requests per tool (default 12)")
+    parser.add_argument("--seed", type=int, default=13, help="seed of sampling, mining and training (default 13)")
+    parser.add_argument("--export", type=Path, metavar="DIR",
+                        help="also write the runtime files (model.onnx, tokenizer, card) into DIR")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from toolscout.training.fit import TrainingPlan, train
+    from toolscout.training.package import package_model
+
+    if args.steps <= 0 or args.batch_size <= 1:
+        return fail("train-model", "--steps must be >= 1 and --batch-size >= 2")
+    plan = TrainingPlan(
+        data=str(args.data.resolve()),
+        sources=tuple(s.strip() for s in args.sources.split(",") if s.strip()),
+        steps=args.steps,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+        per_tool=args.per_tool,
+        seed=args.seed,
+    )
+    try:
+        model_dir = train(plan, args.out)
+        if args.export is not None:
+            package_model(args.out, model_dir, args.export)
+    except (ToolscoutError, ValueError) as exc:
+        return fail("train-model", str(exc))
+    logger.info("trained model in %s", model_dir)
+    return 0

@@ -1,0 +1,1 @@
+"""Fine-tuning toolscout's tool-retrieval embedding model (needs the `toolscout[train]` extra)."""

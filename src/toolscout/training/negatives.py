@@ -1,0 +1,54 @@
+"""Hard negatives mined by toolscout's own keyword search: the tools it confuses with the right one.
+
+Each request is searched in its own source's catalog (the tools it was written against), and one of
+the best-ranked tools that does not serve it becomes its negative. Choosing among the first few
+rather than always the first keeps one near-duplicate tool (often an unlabelled right answer) from
+being taught as wrong for every request.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+from toolscout.search import SearchSettings, ToolSearch
+from toolscout.training.data import Pair, Request, TrainingData
+
+log = logging.getLogger(__name__)
+
+_DEPTH = 10
+# The negative is drawn from this many best-ranked wrong tools.
+_CHOOSE_AMONG = 3
+
+
+def mine_negatives(
+    pairs: Sequence[tuple[Request, str]],
+    data: TrainingData,
+    *,
+    seed: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Pair]:
+    rng = random.Random(seed + 2)
+    by_source: dict[str, list[str]] = defaultdict(list)
+    for tool_id, source in data.tool_source.items():
+        by_source[source].append(tool_id)
+    engines: dict[str, ToolSearch] = {}
+    mined: list[Pair] = []
+    for done, (request, positive) in enumerate(pairs, start=1):
+        engine = engines.get(request.source)
+        if engine is None:
+            engine = ToolSearch(SearchSettings.lexical_only())
+            engine.index([data.tools[i] for i in by_source[request.source]])
+            engines[request.source] = engine
+        hits = engine.search(request.text, limit=_DEPTH).hits
+        wrong = [hit.tool.id for hit in hits if hit.tool.id not in request.tools]
+        if wrong:
+            negative = rng.choice(wrong[:_CHOOSE_AMONG])
+        else:  # nothing ranked: any other tool of the same catalog
+            negative = rng.choice([t for t in by_source[request.source] if t not in request.tools])
+        mined.append(Pair(request.text, positive, negative, request.source))
+        if progress is not None and (done % 500 == 0 or done == len(pairs)):
+            progress(done, len(pairs))
+    return mined
