@@ -41,12 +41,11 @@ def package_model(run_dir: Path, model_dir: Path, target: Path) -> Path:
         config = json.loads((staged / "sentence_bert_config.json").read_text())
         config["max_seq_length"] = SERVING_MAX_TOKENS
         (staged / "sentence_bert_config.json").write_text(json.dumps(config, indent=2) + "\n")
-        keep = {p.name: p.read_bytes() for p in target.glob("*.md")} if target.is_dir() else {}
-        if target.exists():
-            shutil.rmtree(target)
-        shutil.copytree(staged, target)
-        for name, content in keep.items():  # the model card and licence notes are written by hand
-            (target / name).write_bytes(content)
+        # Only the runtime files are replaced: the model card and licence beside them are written
+        # by hand. Any other .onnx file would be picked up in place of the new one, so they go.
+        for stale in target.glob("*.onnx") if target.is_dir() else ():
+            stale.unlink()
+        shutil.copytree(staged, target, dirs_exist_ok=True)
     write_loss_curve(run_dir)
     log.info("runtime files written to %s", target)
     return target
