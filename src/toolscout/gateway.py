@@ -265,7 +265,8 @@ class Gateway:
             self._indexed_key = key
             self._indexed_generation += 1
             self._needs_complete.set()
-            logger.info("catalog: %d tools from %d upstreams", len(catalog.tools), len({t.server for t in catalog.tools}))
+            tools, servers = len(catalog.tools), len({t.server for t in catalog.tools})
+            logger.info("catalog: %d tool%s from %d upstream%s", tools, "" if tools == 1 else "s", servers, "" if servers == 1 else "s")
             for listener in self._listeners:
                 try:
                     await listener(catalog)

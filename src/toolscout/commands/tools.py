@@ -178,7 +178,7 @@ def _served_line(seen: dict) -> str:
 
     who = f"serving gateway {seen['pid']} ({seen['transport']}): {seen['state']}"
     if seen["state"] == "up":
-        who += f", {seen['tool_count']} tools"
+        who += f", {seen['tool_count']} tool{'' if seen['tool_count'] == 1 else 's'}"
     if seen.get("restarts"):
         who += f", restarted {seen['restarts']} time{'s' if seen['restarts'] != 1 else ''}"
         if seen["state"] == "up" and seen.get("last_restart_reason"):

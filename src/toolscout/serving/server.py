@@ -284,7 +284,8 @@ class MetaTools:
         if name in catalog.withheld:
             raise ToolCallError(f"Tool '{name}' is withheld: {catalog.withheld[name]}")
         try:
-            tool = resolve_tool(name, catalog.tools)
+            withheld = [t for t in self.gateway.listed().tools if t.id in catalog.withheld] if catalog.withheld else []
+            tool = resolve_tool(name, catalog.tools, withheld)
         except UnknownToolError:
             self._raise_if_server_down(name)
             raise

@@ -20,7 +20,7 @@ from jsonschema.exceptions import SchemaError, ValidationError, relevance
 from referencing.exceptions import Unresolvable
 
 from toolscout.catalog import ToolRecord
-from toolscout.errors import InvalidArgumentsError, UnknownToolError
+from toolscout.errors import InvalidArgumentsError, ToolCallError, UnknownToolError
 
 logger = logging.getLogger(__name__)
 
@@ -89,34 +89,35 @@ _QUALIFIERS = (".", "/", ":")
 _CLIENT_PREFIX = "mcp__"
 
 
-def resolve_tool(name: str, tools: Iterable[ToolRecord]) -> ToolRecord:
+def resolve_tool(name: str, tools: Iterable[ToolRecord], withheld: Iterable[ToolRecord] = ()) -> ToolRecord:
     """The tool `name` stands for: its id, its upstream name when only one tool has it, or a
     server-qualified name. UnknownToolError lists the ids when the name is ambiguous, or the
-    closest ids when nothing matches."""
+    closest ids when nothing matches. `withheld` tools count when telling whether a name is
+    ambiguous (a name must never reach one tool because a same-named one is withheld), and naming
+    one is refused with ToolCallError."""
     tools = list(tools)
+    hidden = list(withheld)
     by_id = {tool.id: tool for tool in tools}
     if name in by_id:
         return by_id[name]
+    everything = tools + hidden
     for matches in (
-        [tool for tool in tools if tool.name == name],
-        [tool for tool in tools if tool.name.casefold() == name.casefold()],
-    ):
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            raise ambiguous_tool(name, matches)
-    for server, tool_name in qualified_forms(name):
-        matches = [
-            tool for tool in tools
+        [tool for tool in everything if tool.name == name],
+        [tool for tool in everything if tool.name.casefold() == name.casefold()],
+        # Every reading of a qualified name at once: "a__b__c" may be server a's "b__c" or server
+        # a__b's "c"; when both exist it names neither.
+        list({
+            tool.id: tool for server, tool_name in qualified_forms(name) for tool in everything
             if tool.server.casefold() == server.casefold()
             and tool_name.casefold() in (tool.name.casefold(), tool.id.casefold())
-        ]
+        }.values()),
+    ):
         if len(matches) == 1:
+            if matches[0].id not in by_id:
+                raise ToolCallError(f"'{name}' names '{matches[0].id}', which is withheld; see toolscout tools.")
             return matches[0]
         if matches:
             raise ambiguous_tool(name, matches)
-    if name.startswith(_CLIENT_PREFIX) and name[len(_CLIENT_PREFIX):] in by_id:
-        return by_id[name[len(_CLIENT_PREFIX):]]
     raise unknown_tool(name, by_id)
 
 

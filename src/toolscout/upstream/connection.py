@@ -220,7 +220,7 @@ class Upstream:
         self._set_client(client, ended)
         self.state, self._was_up, self._up_at = State.UP, True, anyio.current_time()
         self.settled.set()
-        logger.info("upstream '%s' connected: %d tools", self.name, len(self.tools))
+        logger.info("upstream '%s' connected: %d tool%s", self.name, len(self.tools), "" if len(self.tools) == 1 else "s")
         self._on_change()
         try:
             async with anyio.create_task_group() as tg:
