@@ -1,18 +1,31 @@
 #!/usr/bin/env bash
-# Creates .venv beside the repo's pyproject.toml and installs toolscout with its test tools.
+# Creates .venv beside the repo's pyproject.toml and installs toolscout into it.
+#   bash scripts/setup.sh --runtime   toolscout alone: what serving and search need (no torch)
+#   bash scripts/setup.sh             also the test tools ([dev]) and the training extra ([train]:
+#                                     torch, transformers, sentence-transformers, onnx, ...), which
+#                                     the export and training tests use
 # Idempotent: a second run only checks that everything is in place.
+# torch is installed first, pinned: a bare `torch` requirement resolves to the multi-GB CUDA
+# build on Linux. On a machine without a local CPU wheel, take the CPU build from PyTorch's index:
+#   TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu bash scripts/setup.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
+PIP=(.venv/bin/pip install --quiet --disable-pip-version-check)
 if [ ! -x .venv/bin/python ]; then
     echo "toolscout setup: creating .venv" >&2
     "$PYTHON" -m venv .venv
 fi
-# The CPU build of torch; a bare `torch` requirement would pull a multi-GB CUDA build.
-if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
-    echo "toolscout setup: installing torch (CPU build)" >&2
-    .venv/bin/pip install --quiet --disable-pip-version-check "torch==2.13.0"
+if [ "${1:-}" = "--runtime" ]; then
+    echo "toolscout setup: installing toolscout (runtime only)" >&2
+    "${PIP[@]}" -e .
+    echo "toolscout setup: done (.venv/bin/toolscout)" >&2
+    exit 0
 fi
-echo "toolscout setup: installing toolscout and its dependencies" >&2
-.venv/bin/pip install --quiet --disable-pip-version-check -e ".[dev]"
+if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+    echo "toolscout setup: installing torch (CPU build) for the [train] extra" >&2
+    "${PIP[@]}" "torch==2.13.0" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
+fi
+echo "toolscout setup: installing toolscout with its test tools and training extra" >&2
+"${PIP[@]}" -e ".[dev,train]"
 echo "toolscout setup: done (.venv/bin/toolscout)" >&2

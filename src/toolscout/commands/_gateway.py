@@ -81,7 +81,7 @@ def byte_size(text: str) -> int:
 
 
 def add_search_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", help="embedding model: installed package or folder; 'none' disables dense")
+    parser.add_argument("--model", help="embedding model: 'bundled' (default, shipped inside toolscout), an installed package or a folder; 'none' disables dense")
     parser.add_argument(
         "--weights", metavar="WEIGHTS",
         help="fusion weights: 'dense=1,tfidf=0.5' (signals not named are off) or a weights.json from `toolscout tune`",

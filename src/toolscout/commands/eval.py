@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("-k", type=int, default=10, help="cut-off rank (default 10)")
     parser.add_argument("--signals", help="comma-separated signals to use, e.g. bm25_name,tfidf (default: all)")
     parser.add_argument("--weights", help="fusion weights, e.g. dense=1,bm25_name=0.5, or a weights.json from `toolscout tune`")
-    parser.add_argument("--model", help="embedding model: installed package or folder; 'none' disables dense")
+    parser.add_argument("--model", help="embedding model: 'bundled' (default, shipped inside toolscout), an installed package or a folder; 'none' disables dense")
     parser.add_argument("--by", choices=SLICE_FIELDS, help="add one row per value of this query field")
     parser.add_argument("--json", action="store_true", help="print one JSON object with the overall scores")
     parser.add_argument("--ablation", action="store_true",

@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("-k", type=int, default=10, help="cut-off rank of the objective (default 10)")
     parser.add_argument("--weights", help="starting weights, 'a=1,b=2' or a weights.json (default: the package's)")
     parser.add_argument("--params", help="comma-separated signals (and rrf_k) to tune (default: all that run, and rrf_k)")
-    parser.add_argument("--model", help="embedding model: installed package or folder; 'none' disables dense")
+    parser.add_argument("--model", help="embedding model: 'bundled' (default, shipped inside toolscout), an installed package or a folder; 'none' disables dense")
     parser.add_argument("--limit-queries", type=int, metavar="N", help="use N queries spread over the file")
     parser.set_defaults(handler=run, signals=None)
 

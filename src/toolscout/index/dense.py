@@ -1,12 +1,16 @@
 """Dense embeddings: the only module that imports onnxruntime, torch or sentence-transformers.
 
 Two backends produce the same kind of vectors (mean-pooled, L2-normalised):
-- "onnx" (default): onnxruntime with the model's tokenizer.json. A packaged `.onnx` file is used
-  as is; a sentence-transformers folder is exported once to ONNX with int8 weights and cached on
-  disk. Importing onnxruntime takes a fraction of a second and a query encodes in a few
-  milliseconds on one thread, where torch costs seconds to import and ~4x more per query.
+- "onnx" (default): onnxruntime with the model's tokenizer.json. A packaged `.onnx` file (such as
+  the bundled model's) is used as is; a sentence-transformers folder is exported once to ONNX with
+  int8 weights and cached on disk. Importing onnxruntime takes a fraction of a second and a query
+  encodes in a few milliseconds on one thread, where torch costs seconds to import and ~4x more
+  per query.
 - "torch": sentence-transformers itself, for models the exporter cannot handle.
-Everything heavy is imported inside functions, so importing this module is cheap.
+Only onnxruntime and tokenizers are runtime dependencies: torch, transformers, onnx and
+sentence-transformers (the export and the torch backend) come with the `toolscout[train]` extra,
+and using either without it is a ConfigError naming the extra. Everything heavy is imported inside
+functions, so importing this module is cheap.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import numpy as np
 from toolscout.errors import ConfigError
 from toolscout.index.base import Encoder, NOT_RETRIEVED, Query
 from toolscout.index.model_files import ModelLocation
+
+__all__ = ["BACKENDS", "DenseRetriever", "OnnxEncoder", "TorchEncoder", "exported_onnx", "load_encoder"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +62,7 @@ def load_encoder(location: ModelLocation, *, backend: str, work_dir: Path) -> En
         raise ConfigError(f"unknown embedding backend '{backend}'; use one of {', '.join(BACKENDS)}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for a model hub
     if backend == "torch":
+        _require_extra("the torch embedding backend")
         return TorchEncoder(location)
     onnx_file = location.onnx_file
     if onnx_file is None:
@@ -63,6 +70,12 @@ def load_encoder(location: ModelLocation, *, backend: str, work_dir: Path) -> En
             raise ConfigError(f"embedding model '{location.spec}' has neither an .onnx file nor weights")
         onnx_file = exported_onnx(location, work_dir)
     return OnnxEncoder(location, onnx_file)
+
+
+def _require_extra(what: str) -> None:
+    from toolscout.training.extra import require_training_extra
+
+    require_training_extra(what)
 
 
 def _max_tokens(folder: Path) -> int:
@@ -199,6 +212,7 @@ def exported_onnx(location: ModelLocation, work_dir: Path) -> Path:
     target = work_dir / "onnx" / key / "model-int8.onnx"
     if target.is_file():
         return target
+    _require_extra(f"exporting the sentence-transformers model '{location.spec}' to ONNX")
     log.info("exporting %s to ONNX (once; cached in %s)", location.spec, target.parent)
     target.parent.mkdir(parents=True, exist_ok=True)
     with _quiet_exporters():

