@@ -14,6 +14,8 @@ import sys
 
 from toolscout import __version__
 
+__all__ = ["COMMAND_MODULES", "build_parser", "configure_logging", "main"]
+
 # Order is the order `toolscout --help` lists them in.
 COMMAND_MODULES = ("serve", "search", "tools", "approve", "eval", "tune", "examples", "expansions", "train_model")
 

@@ -29,6 +29,25 @@ if TYPE_CHECKING:
     from toolscout.security.screens import PinScreen
     from toolscout.serving.learning_hooks import LearningSources
 
+__all__ = [
+    "CommandOptions",
+    "GatewayHooks",
+    "LearningOptions",
+    "PinOptions",
+    "add_call_limit_options",
+    "add_learning_options",
+    "add_registry_options",
+    "add_search_options",
+    "add_security_options",
+    "byte_size",
+    "command_options",
+    "fail",
+    "gateway_hooks",
+    "load_specs",
+    "open_gateway",
+    "search_settings",
+]
+
 logger = logging.getLogger(__name__)
 _Store = TypeVar("_Store")
 

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from toolscout.registry.loading import ServerSpec
     from toolscout.upstream.status import UpstreamStatus
 
+__all__ = ["add_refresh_option", "cached", "index_seen", "keep_current", "remember", "screened_statuses"]
+
 
 def add_refresh_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(

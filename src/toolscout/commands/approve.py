@@ -30,6 +30,8 @@ from toolscout.security.hidden import terminal_safe
 from toolscout.security.pinning import PATH_ENV, PendingChange, PinStore, record_from_definition
 from toolscout.security.poisoning import scan_tool, summarize
 
+__all__ = ["register", "run"]
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(

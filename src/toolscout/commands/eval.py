@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     # The engine is imported when a command runs, not when the CLI parser is built.
     from toolscout.search.settings import SearchSettings
 
+__all__ = ["add_split_option", "register", "run", "settings_from_args"]
+
 logger = logging.getLogger(__name__)
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -19,6 +19,8 @@ from toolscout.learning.examples import Example, write_examples
 from toolscout.learning.phrases import phrase_key
 from toolscout.learning.usage import UsageEntry, UsageStore, default_usage_path
 
+__all__ = ["register", "run"]
+
 ACTIONS = ("list", "prune", "export", "clear")
 _DAY_S = 86_400.0
 

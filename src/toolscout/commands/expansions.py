@@ -22,6 +22,8 @@ from toolscout.learning.expansion_cache import CachedExpansion, ExpansionCache, 
 from toolscout.learning.overlays import Overlay, discover_overlays, load_overlays
 from toolscout.learning.usage import UsageStore, default_usage_path
 
+__all__ = ["register", "run"]
+
 _GLOB = frozenset("*?[")
 
 

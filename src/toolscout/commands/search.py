@@ -29,6 +29,8 @@ from toolscout.commands._gateway import (
 from toolscout.commands._seen import add_refresh_option, cached, index_seen, remember
 from toolscout.errors import ConfigError
 
+__all__ = ["register", "run"]
+
 logger = logging.getLogger(__name__)
 
 

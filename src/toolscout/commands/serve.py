@@ -31,6 +31,8 @@ from toolscout.errors import ConfigError
 from toolscout.serving.http import AUTH_TOKEN_VARIABLE, serve_http
 from toolscout.upstream.pool import DEFAULT_MAX_RESTARTS
 
+__all__ = ["register", "run"]
+
 logger = logging.getLogger(__name__)
 
 # How long a client's first `initialize` may wait for upstreams, so that the instructions it gets

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from toolscout.catalog import Catalog
     from toolscout.upstream.status import UpstreamStatus
 
+__all__ = ["register", "run"]
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(

@@ -15,6 +15,8 @@ from pathlib import Path
 from toolscout.commands._gateway import fail
 from toolscout.errors import ToolscoutError
 
+__all__ = ["register", "run"]
+
 logger = logging.getLogger(__name__)
 
 

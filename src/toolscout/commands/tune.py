@@ -27,6 +27,8 @@ from toolscout.eval.tuning import RRF_K, Replay, Score, coordinate_ascent, recor
 from toolscout.learning.examples import Example
 from toolscout.search.settings import SIGNALS, SearchSettings
 
+__all__ = ["register", "run"]
+
 logger = logging.getLogger(__name__)
 
 

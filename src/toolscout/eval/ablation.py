@@ -21,6 +21,8 @@ from toolscout.eval.runner import EvalRun, build_engine, engine_ranker, evaluate
 from toolscout.learning.examples import Example
 from toolscout.search.settings import LEARNED_SIGNALS, LEXICAL_SIGNALS, SearchSettings
 
+__all__ = ["HYBRID", "LEXICAL_FUSION", "Reporter", "alone", "configurations", "lexical_only", "run_ablation"]
+
 log = logging.getLogger(__name__)
 
 # (label, phase, done, total): phase is "embedding" (index build) or "queries".

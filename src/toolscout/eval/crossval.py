@@ -23,6 +23,18 @@ from toolscout.eval.runner import EvalRun, summarize
 from toolscout.index.intent import normalise_request
 from toolscout.learning.examples import Example
 
+__all__ = [
+    "SPLITS",
+    "Fold",
+    "about_other_tools",
+    "cross_validation_folds",
+    "examples_of",
+    "load_eval_examples",
+    "pooled",
+    "split_folds",
+    "without_overlap",
+]
+
 # How queries are split into folds: by request text, by set of relevant tools, or by set of relevant
 # tools with the examples then limited to requests sharing no tool with the evaluated ones.
 SPLITS = ("request", "tools", "other-tools")

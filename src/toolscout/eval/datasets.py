@@ -27,6 +27,20 @@ from typing import Any
 from toolscout.catalog import ToolRecord
 from toolscout.errors import DatasetError
 
+__all__ = [
+    "KINDS",
+    "QUERIES_FILE",
+    "SLICE_FIELDS",
+    "TOOLS_FILE",
+    "Dataset",
+    "Query",
+    "derive_groups",
+    "load_dataset",
+    "load_queries",
+    "load_tools",
+    "slice_fields_of",
+]
+
 TOOLS_FILE = "tools.jsonl"
 QUERIES_FILE = "queries.jsonl"
 KINDS = ("single", "multi")

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Sequence
 
 from toolscout.eval.datasets import Query
 
+__all__ = ["complete", "full_recall", "mrr", "multi_recall", "ndcg", "recall"]
+
 
 def recall(retrieved: Sequence[str], query: Query, k: int) -> float:
     answers = query.answers

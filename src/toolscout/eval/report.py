@@ -14,6 +14,17 @@ from pathlib import Path
 from toolscout.errors import ToolscoutError
 from toolscout.eval.runner import EvalRun, Summary, by_slice
 
+__all__ = [
+    "QUALITY_COLUMNS",
+    "Row",
+    "draw_chart",
+    "markdown_table",
+    "rows_of",
+    "slice_pivot",
+    "slice_rows",
+    "write_report",
+]
+
 # (Summary field, column title); the title gets "@k" appended where it is a ranking metric.
 QUALITY_COLUMNS = (
     ("recall", "Recall"),

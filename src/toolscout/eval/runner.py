@@ -19,6 +19,22 @@ import numpy as np
 from toolscout.eval import metrics
 from toolscout.eval.datasets import Dataset, Query
 
+__all__ = [
+    "EvalRun",
+    "Progress",
+    "QueryOutcome",
+    "Ranker",
+    "Summary",
+    "build_engine",
+    "by_slice",
+    "engine_ranker",
+    "evaluate",
+    "run_engine",
+    "sample_queries",
+    "score_query",
+    "summarize",
+]
+
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:

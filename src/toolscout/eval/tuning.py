@@ -21,6 +21,20 @@ import numpy as np
 
 from toolscout.eval.datasets import Query
 
+__all__ = [
+    "K_GRID",
+    "RRF_K",
+    "WEIGHT_GRID",
+    "Fit",
+    "Rankings",
+    "Replay",
+    "Score",
+    "coordinate_ascent",
+    "mean_score",
+    "record",
+    "score",
+]
+
 WEIGHT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
 K_GRID = (0, 1, 2, 3, 5, 10, 20, 60)
 RRF_K = "rrf_k"  # the name of k among the tuned parameters

@@ -12,13 +12,16 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from toolscout.index.base import Encoder
 from toolscout.index.cache import EmbeddingCache, text_hash
 from toolscout.index.model_files import ModelLocation
-from toolscout.search.settings import SearchSettings
+
+if TYPE_CHECKING:  # search/ builds on index/, not the other way round
+    from toolscout.search.settings import SearchSettings
 
 __all__ = ["CACHE_FILE", "Embedder"]
 

@@ -20,6 +20,18 @@ import jsonschema
 from toolscout.errors import ConfigError
 from toolscout.learning.phrases import MAX_PHRASE_CHARS, clean_phrase
 
+__all__ = [
+    "MAX_EXAMPLES_PER_TOOL",
+    "Example",
+    "example_pairs",
+    "load_example_files",
+    "load_examples",
+    "parse_example",
+    "queries_by_tool",
+    "read_examples",
+    "write_examples",
+]
+
 # How many example queries one tool's expansion document takes: enough to teach vocabulary, few
 # enough that a heavily used tool's document does not crowd out its own description.
 MAX_EXAMPLES_PER_TOOL = 32

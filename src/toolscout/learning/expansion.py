@@ -20,6 +20,8 @@ from toolscout.learning.examples import MAX_EXAMPLES_PER_TOOL, Example, queries_
 from toolscout.learning.overlays import Overlay
 from toolscout.learning.phrases import MAX_PHRASES_PER_TOOL, merge_phrases
 
+__all__ = ["ExpansionPlan", "ExpansionSources", "apply_expansions"]
+
 logger = logging.getLogger(__name__)
 
 

@@ -19,6 +19,8 @@ from toolscout.catalog import ToolRecord
 from toolscout.learning.phrases import merge_phrases
 from toolscout.learning.storage import SqliteStore, data_dir
 
+__all__ = ["EXPANSIONS_FILE", "CachedExpansion", "ExpansionCache", "default_expansions_path"]
+
 EXPANSIONS_FILE = "expansions.sqlite3"
 
 _SCHEMA = """

@@ -29,6 +29,21 @@ from toolscout.errors import ConfigError
 from toolscout.json_files import read_json_file
 from toolscout.learning.phrases import MAX_PHRASE_CHARS, MAX_PHRASES_PER_TOOL, merge_phrases
 
+__all__ = [
+    "FIELDS",
+    "OVERLAY_SUFFIX",
+    "OVERLAY_VERSION",
+    "SCHEMA",
+    "Overlay",
+    "OverlayEntry",
+    "discover_overlays",
+    "load_overlay",
+    "load_overlays",
+    "overlay_path_for",
+    "parse_overlay",
+    "unmatched_patterns",
+]
+
 logger = logging.getLogger(__name__)
 
 OVERLAY_VERSION = 1

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+__all__ = ["MAX_PHRASES_PER_TOOL", "MAX_PHRASE_CHARS", "clean_phrase", "merge_phrases", "phrase_key"]
+
 # Enough to cover a tool's vocabulary; more only dilutes BM25 length normalisation.
 MAX_PHRASES_PER_TOOL = 64
 # A phrase is a request or a synonym, not a paragraph.

@@ -23,6 +23,17 @@ from toolscout.errors import SamplingUnavailableError
 from toolscout.learning.expansion_cache import ExpansionCache
 from toolscout.learning.phrases import clean_phrase, merge_phrases
 
+__all__ = [
+    "MAX_GENERATED_CHARS",
+    "MAX_GENERATED_PHRASES",
+    "Ask",
+    "Expander",
+    "ExpansionReport",
+    "ProgressCallback",
+    "build_expansion_prompt",
+    "parse_expansion_reply",
+]
+
 logger = logging.getLogger(__name__)
 
 Ask = Callable[[str], Awaitable[str]]

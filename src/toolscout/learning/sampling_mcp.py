@@ -22,6 +22,8 @@ from mcp_types import METHOD_NOT_FOUND
 from toolscout.errors import SamplingUnavailableError
 from toolscout.learning.sampling import Ask
 
+__all__ = ["sampling_ask", "session_supports_sampling"]
+
 SYSTEM_PROMPT = (
     "You help a search engine match people's requests to software tools. "
     "Answer with only what is asked, as a JSON array of short strings."

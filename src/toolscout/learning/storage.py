@@ -14,6 +14,8 @@ import platformdirs
 
 from toolscout.errors import ConfigError
 
+__all__ = ["DATA_DIR_ENV", "SqliteStore", "data_dir", "open_database"]
+
 # Overrides the per-user data directory (tests, portable installs, several profiles side by side).
 DATA_DIR_ENV = "TOOLSCOUT_DATA_DIR"
 

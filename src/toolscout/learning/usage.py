@@ -22,6 +22,18 @@ from toolscout.learning.examples import Example
 from toolscout.learning.phrases import MAX_PHRASE_CHARS, clean_phrase, phrase_key
 from toolscout.learning.storage import SqliteStore, data_dir
 
+__all__ = [
+    "EVIDENCE_RANK",
+    "MAX_ROWS",
+    "USAGE_FILE",
+    "Evidence",
+    "RankCheck",
+    "UsageEntry",
+    "UsageStore",
+    "UsageTracker",
+    "default_usage_path",
+]
+
 logger = logging.getLogger(__name__)
 
 USAGE_FILE = "usage.sqlite3"

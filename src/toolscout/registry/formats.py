@@ -24,6 +24,8 @@ from typing import Any
 
 from toolscout.errors import ConfigError
 
+__all__ = ["Entry", "entries_from_document", "translate_server_json"]
+
 Entry = dict[str, Any]
 
 # `{name}` placeholders of server.json values (the registry's own templating, not `${VAR}`).

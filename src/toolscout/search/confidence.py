@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+__all__ = ["GAP_RANK", "MAX_COSINE", "MAX_GAP", "MatchStrength", "match_strength", "weak_notice"]
+
 # Best cosine below this and the best minus the tenth best below GAP: a weak match.
 MAX_COSINE = 0.32
 MAX_GAP = 0.11

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = ["DefinitionChange", "compare"]
+
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")
 _UNSAFE_PATH = re.compile(r"[^A-Za-z0-9_.\[\]-]")
 _MAX_PATHS = 5

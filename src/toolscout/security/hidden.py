@@ -17,6 +17,16 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+__all__ = [
+    "Signal",
+    "decode_tags",
+    "hidden_signals",
+    "printable_excerpt",
+    "revealed_texts",
+    "terminal_safe",
+    "visible_form",
+]
+
 # Unicode tag characters mirror ASCII (U+E0020..U+E007E); models read them, screens show nothing.
 _TAG_RANGE = (0xE0000, 0xE007F)
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e"

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+__all__ = ["DIRECTIVE", "INGREDIENTS", "PHRASE_RULES", "PhraseRule"]
+
 # Multi-line: single-pattern rules search all sentences at once, one sentence per line.
 _F = re.I | re.M
 

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from toolscout.catalog import Catalog
 from toolscout.upstream import State, UpstreamStatus
 
+__all__ = ["execute_description", "instructions", "search_description"]
+
 # The tool description is repeated in every request a host makes: keep it short.
 _DESCRIPTION_SERVERS = 12
 _INSTRUCTION_SERVERS = 40

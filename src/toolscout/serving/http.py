@@ -27,6 +27,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolscout.errors import ConfigError
 
+__all__ = ["AUTH_TOKEN_VARIABLE", "BearerAuth", "http_app", "security_settings", "serve_http"]
+
 logger = logging.getLogger(__name__)
 
 AUTH_TOKEN_VARIABLE = "TOOLSCOUT_AUTH_TOKEN"

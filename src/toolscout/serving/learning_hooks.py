@@ -31,7 +31,7 @@ from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.session import ServerSession
 
-from toolscout.catalog import Catalog, ToolRecord
+from toolscout.catalog import ID_SEPARATOR, Catalog, ToolRecord
 from toolscout.errors import ToolCallError
 from toolscout.gateway import Gateway
 from toolscout.learning import (
@@ -50,6 +50,15 @@ from toolscout.learning.sampling_mcp import sampling_ask, session_supports_sampl
 from toolscout.learning.usage import EVIDENCE_RANK, Evidence
 from toolscout.serving.server import EXECUTE_TOOL, SEARCH_TOOL, CallObserver
 from toolscout.serving.validation import resolve_tool
+
+__all__ = [
+    "LOCAL_SESSION",
+    "Learning",
+    "LearningSources",
+    "SamplingExpansion",
+    "UsageRecorder",
+    "session_key",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -114,11 +123,11 @@ class LearningSources:
     def _report_unknown_examples(self, tools: Sequence[ToolRecord], examples: Sequence[Example]) -> None:
         """Example ids that match no tool of a server that is up: said once per id. An id of a
         server not (yet) in the catalog is normal while it starts or is down, so it waits."""
-        servers = {tool.id.split("__", 1)[0] for tool in tools}
+        servers = {tool.id.split(ID_SEPARATOR, 1)[0] for tool in tools}
         known = {tool.id for tool in tools}
         unknown = sorted(
             tool_id for example in examples for tool_id in example.tool_ids
-            if tool_id not in known and tool_id.split("__", 1)[0] in servers and tool_id not in self._unknown_ids
+            if tool_id not in known and tool_id.split(ID_SEPARATOR, 1)[0] in servers and tool_id not in self._unknown_ids
         )
         unknown = list(dict.fromkeys(unknown))
         if unknown:

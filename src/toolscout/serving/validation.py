@@ -19,8 +19,20 @@ import jsonschema
 from jsonschema.exceptions import SchemaError, ValidationError, relevance
 from referencing.exceptions import Unresolvable
 
-from toolscout.catalog import ToolRecord
+from toolscout.catalog import ID_SEPARATOR, ToolRecord
 from toolscout.errors import InvalidArgumentsError, ToolCallError, UnknownToolError
+
+__all__ = [
+    "ambiguous_tool",
+    "check_argument_size",
+    "closest_ids",
+    "closest_parameter",
+    "parse_arguments",
+    "qualified_forms",
+    "resolve_tool",
+    "unknown_tool",
+    "validate_arguments",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +91,7 @@ def closest_ids(name: str, ids: Iterable[str], n: int = 5) -> list[str]:
     """Ids that look like `name`: close spellings first, then ids that end with the same tool name."""
     ids = list(ids)
     close = difflib.get_close_matches(name, ids, n=n, cutoff=0.5)
-    suffix = [i for i in ids if i.endswith(f"__{name}") or i.split("__")[-1] == name]
+    suffix = [i for i in ids if i.endswith(f"{ID_SEPARATOR}{name}") or i.split(ID_SEPARATOR)[-1] == name]
     return list(dict.fromkeys(suffix + close))[:n]
 
 
@@ -130,11 +142,12 @@ def qualified_forms(name: str) -> list[tuple[str, str]]:
             forms.append((server, rest))
     rest = name[len(_CLIENT_PREFIX):] if name.startswith(_CLIENT_PREFIX) else name
     # "mcp__server__tool", "server__tool" when the id was shortened or hashed, and a gateway name
-    # an agent put in front ("mcp__toolscout__server__tool").
-    parts = rest.split("__")
+    # an agent put in front ("mcp__toolscout__server__tool"); clients join names with the same
+    # separator as our ids.
+    parts = rest.split(ID_SEPARATOR)
     for start in range(len(parts) - 1):
         for cut in range(start + 1, len(parts)):
-            server, tool_name = "__".join(parts[start:cut]), "__".join(parts[cut:])
+            server, tool_name = ID_SEPARATOR.join(parts[start:cut]), ID_SEPARATOR.join(parts[cut:])
             if server and tool_name:
                 forms.append((server, tool_name))
     return forms

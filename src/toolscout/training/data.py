@@ -22,6 +22,19 @@ from toolscout.catalog import ToolRecord
 from toolscout.errors import DatasetError
 from toolscout.eval.datasets import load_tools
 
+__all__ = [
+    "LICENSED_SOURCES",
+    "PAIRS_FILE",
+    "TOOLS_FILE",
+    "Pair",
+    "Request",
+    "TrainingData",
+    "balanced",
+    "counts_by_source",
+    "load_training_folder",
+    "split_validation",
+]
+
 PAIRS_FILE = "pairs.jsonl"
 TOOLS_FILE = "tools.jsonl"
 # Sources whose repositories state a licence (shared/train/SOURCE.md); the others are research-only.

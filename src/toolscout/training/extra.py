@@ -6,6 +6,8 @@ import importlib.util
 
 from toolscout.errors import ConfigError
 
+__all__ = ["TRAIN_EXTRA_HINT", "require_training_extra"]
+
 TRAIN_EXTRA_HINT = 'pip install "toolscout[train]" (on CPU-only machines first: pip install torch --index-url https://download.pytorch.org/whl/cpu)'
 _NEEDED = ("torch", "sentence_transformers", "transformers", "onnx", "datasets", "accelerate")
 

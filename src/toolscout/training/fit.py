@@ -30,6 +30,17 @@ from toolscout.training.data import (
 )
 from toolscout.training.negatives import mine_negatives
 
+__all__ = [
+    "CHECKPOINTS_DIR",
+    "MODEL_DIR",
+    "PAIRS_FILE",
+    "PLAN_FILE",
+    "VALIDATION_FILE",
+    "TrainingPlan",
+    "prepare",
+    "train",
+]
+
 log = logging.getLogger(__name__)
 
 PAIRS_FILE = "pairs.jsonl"

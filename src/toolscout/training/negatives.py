@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from toolscout.search import SearchSettings, ToolSearch
 from toolscout.training.data import Pair, Request, TrainingData
 
+__all__ = ["mine_negatives"]
+
 log = logging.getLogger(__name__)
 
 _DEPTH = 10

@@ -16,6 +16,15 @@ from pathlib import Path
 from toolscout.index.dense import exported_onnx
 from toolscout.index.model_files import resolve_model
 
+__all__ = [
+    "LOSS_CURVE",
+    "ONNX_NAME",
+    "RUNTIME_FILES",
+    "SERVING_MAX_TOKENS",
+    "package_model",
+    "write_loss_curve",
+]
+
 log = logging.getLogger(__name__)
 
 RUNTIME_FILES = ("tokenizer.json", "sentence_bert_config.json", "1_Pooling/config.json")

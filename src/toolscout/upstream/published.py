@@ -29,6 +29,15 @@ import anyio
 from toolscout.learning.storage import data_dir
 from toolscout.upstream.status import UpstreamStatus
 
+__all__ = [
+    "PublishedGateway",
+    "gateways_dir",
+    "publish_statuses",
+    "registry_key",
+    "running_gateways",
+    "write_private_json",
+]
+
 logger = logging.getLogger(__name__)
 
 # Statuses change in several places (start, crash, restart, give-up); looking once a second costs
