@@ -127,7 +127,7 @@ class Upstream:
             state=self.state,
             reason=self.reason,
             tool_count=len(self.tools) if self.state is State.UP else 0,
-            summary=summarize(self._instructions, self._info, [tool.name for tool in self.tools]),
+            summary=summarize(self._instructions, self._info, self.tools),
             restarts=self.restarts,
             gave_up=self.gave_up,
             last_restart_reason=self.last_restart_reason,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import mcp_types as types
@@ -36,17 +38,62 @@ class UpstreamStatus:
     last_restart_reason: str | None = None
 
 
-def summarize(instructions: str | None, info: types.Implementation | None, tool_names: list[str]) -> str:
-    """One line saying what a server is for: its own words if it gave any, else its tool names."""
+def summarize(instructions: str | None, info: types.Implementation | None, tools: Sequence[types.Tool]) -> str:
+    """One line saying what a server is for: its own words if it gave any, else what its tools do
+    (the opening phrases of their descriptions), else its tool names."""
     for text in (instructions, info.description if info else None):
         if text and text.strip():
             line = " ".join(text.split()).lstrip("#* ")
             sentence = line.split(". ")[0].rstrip(".")
-            return sentence if len(sentence) <= 160 else sentence[:157].rstrip() + "..."
+            return _shortened(sentence)
     if info and info.title:
         return info.title
-    shown = ", ".join(tool_names[:6])
-    return f"tools such as {shown}" if len(tool_names) > 6 else f"tools: {shown}" if shown else "no tools"
+    purpose = _what_tools_do(tools)
+    if purpose:
+        return purpose
+    names = [tool.name for tool in tools]
+    shown = ", ".join(names[:6])
+    return f"tools such as {shown}" if len(names) > 6 else f"tools: {shown}" if shown else "no tools"
+
+
+_MAX_SUMMARY = 160
+# Phrases of tool descriptions shown for a server that says nothing of itself: enough to tell
+# what it is for, short enough for a line of the server instructions.
+_PHRASES = 3
+_MAX_PHRASE = 70
+_CLAUSE_END = re.compile(r"(?:\.\s|\.$|;|\s[-\u2013\u2014]\s|\s\(|\n)")
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= _MAX_SUMMARY else text[: _MAX_SUMMARY - 3].rstrip() + "..."
+
+
+def _opening_phrase(description: str) -> str:
+    """The first clause of a description, e.g. "Shows the working tree status" of a longer text."""
+    first = _CLAUSE_END.split(description.strip(), maxsplit=1)[0]
+    return " ".join(first.split()).strip(" .,*#`")
+
+
+def _what_tools_do(tools: Sequence[types.Tool]) -> str:
+    """The opening phrases of a few tools' descriptions (the shortest ones, in listing order):
+    "Get current time in a specific timezone; convert time between timezones"."""
+    phrases: dict[str, str] = {}
+    for tool in tools:
+        phrase = _opening_phrase(tool.description or tool.title or "")
+        if len(phrase) > 2:
+            phrases.setdefault(phrase.casefold(), phrase)
+    if not phrases:
+        return ""
+    order = list(phrases.values())
+    # The shortest phrase always (it may be long when a server has one tool), others when short.
+    shortest = sorted(order, key=len)
+    picked = shortest[:1] + [phrase for phrase in shortest[1:_PHRASES] if len(phrase) <= _MAX_PHRASE]
+    chosen = sorted(picked, key=order.index)
+    parts = [chosen[0][0].upper() + chosen[0][1:]] + [
+        phrase if phrase[1:2].isupper() else phrase[0].lower() + phrase[1:] for phrase in chosen[1:]
+    ]
+    more = "; and more" if len(tools) > len(chosen) else ""
+    return _shortened("; ".join(parts) + more)
 
 
 def describe_failure(exc: BaseException) -> str:
