@@ -80,7 +80,8 @@ def write_loss_curve(run_dir: Path) -> Path | None:
         axes.plot(*zip(*validation), marker="o", label="held-back training requests")
     axes.set_xlabel("step")
     axes.set_ylabel("MultipleNegativesRankingLoss")
-    axes.legend()
+    if train or validation:  # a run too short to log a loss has nothing to label
+        axes.legend()
     figure.tight_layout()
     path = run_dir / LOSS_CURVE
     figure.savefig(path, dpi=110)
