@@ -62,7 +62,7 @@ def row(label: str, feasible: np.ndarray, infeasible: np.ndarray, cosine: float,
             f"| {false_alarms / len(feasible):.4f} ({false_alarms}/{len(feasible)}) |")
 
 
-def choose(feasible: np.ndarray, infeasible: np.ndarray, max_false_alarms: float = 0.005) -> tuple[float, float]:
+def choose(feasible: np.ndarray, infeasible: np.ndarray, max_false_alarms: float = 0.002) -> tuple[float, float]:
     """The thresholds with the best recall whose false-alarm rate stays within the bound."""
     best = None
     for cosine, gap in itertools.product(np.arange(0.15, 0.42, 0.01), np.arange(0.02, 0.16, 0.005)):

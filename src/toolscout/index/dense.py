@@ -89,9 +89,11 @@ def _max_tokens(folder: Path) -> int:
 def _cls_pooling(folder: Path) -> bool:
     config = folder / "1_Pooling" / "config.json"
     try:
-        return bool(json.loads(config.read_text()).get("pooling_mode_cls_token"))
+        pooling = json.loads(config.read_text())
     except (OSError, ValueError):
         return False
+    # sentence-transformers before 6 writes one flag per mode; 6 and later name the mode.
+    return bool(pooling.get("pooling_mode_cls_token")) or pooling.get("pooling_mode") == "cls"
 
 
 def _normalise(rows: np.ndarray) -> np.ndarray:

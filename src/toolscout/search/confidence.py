@@ -19,8 +19,8 @@ import numpy as np
 __all__ = ["GAP_RANK", "MAX_COSINE", "MAX_GAP", "MatchStrength", "match_strength", "weak_notice"]
 
 # Best cosine below this and the best minus the tenth best below GAP: a weak match.
-MAX_COSINE = 0.32
-MAX_GAP = 0.11
+MAX_COSINE = 0.37
+MAX_GAP = 0.10
 # The gap compares the best with this one (1-based); a catalog needs this many tools for a verdict.
 GAP_RANK = 10
 

@@ -29,6 +29,16 @@ log = logging.getLogger(__name__)
 
 RUNTIME_FILES = ("tokenizer.json", "sentence_bert_config.json", "1_Pooling/config.json")
 ONNX_NAME = "model.onnx"
+# What the shipped files must reproduce, checked by the tests without torch: the exporter's own
+# vectors for a few texts, and the trained (float32) model's vectors they approximate.
+REFERENCE_FILE = "reference_vectors.json"
+REFERENCE_TEXTS = (
+    "Weather forecast for a city.",
+    "send an email to my colleague about the meeting",
+    "get forecast (weather). Weather forecast for a city. Parameters: city (the city name).",
+    "show me the git log",
+    "x",
+)
 LOSS_CURVE = "loss_curve.png"
 # Queries are short; tool documents longer. The runtime embeds up to this many tokens per text
 # (all-MiniLM-L6-v2's own setting), more than the training cut, so long schemas still count.
@@ -55,9 +65,31 @@ def package_model(run_dir: Path, model_dir: Path, target: Path) -> Path:
         for stale in target.glob("*.onnx") if target.is_dir() else ():
             stale.unlink()
         shutil.copytree(staged, target, dirs_exist_ok=True)
+    write_reference_vectors(model_dir, target)
     write_loss_curve(run_dir)
     log.info("runtime files written to %s", target)
     return target
+
+
+def write_reference_vectors(model_dir: Path, target: Path) -> Path:
+    """The packaged ONNX file's vectors and the trained model's, for REFERENCE_TEXTS."""
+    from sentence_transformers import SentenceTransformer
+
+    from toolscout.index.dense import load_encoder
+
+    packaged = load_encoder(resolve_model(str(target)), backend="onnx", work_dir=target)
+    trained = SentenceTransformer(str(model_dir), device="cpu")
+    texts = list(REFERENCE_TEXTS)
+    document = {
+        "texts": texts,
+        # One text at a time: int8 activations are scaled per batch, so a batch's padding moves
+        # them slightly; a single text (a query) is reproducible exactly.
+        "onnx_int8": [[round(float(v), 6) for v in packaged.encode([text])[0]] for text in texts],
+        "float32": [[round(float(v), 6) for v in row] for row in trained.encode(texts, normalize_embeddings=True)],
+    }
+    path = target / REFERENCE_FILE
+    path.write_text(json.dumps(document) + "\n")
+    return path
 
 
 def write_loss_curve(run_dir: Path) -> Path | None:
