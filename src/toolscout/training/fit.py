@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ __all__ = [
     "PLAN_FILE",
     "VALIDATION_FILE",
     "TrainingPlan",
+    "Triple",
     "prepare",
     "train",
 ]
@@ -81,10 +81,17 @@ class TrainingPlan:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
 
 
-ProgressFn = Callable[[str], None]
+@dataclass(frozen=True)
+class Triple:
+    """What one training row feeds the model: the request and the two tools' texts."""
+
+    query: str
+    positive: str
+    negative: str
+    source: str
 
 
-def prepare(plan: TrainingPlan, run_dir: Path) -> tuple[list[Pair], list[Pair]]:
+def prepare(plan: TrainingPlan, run_dir: Path) -> tuple[list[Triple], list[Triple]]:
     """The run's triples, made once and kept in the run folder (a resumed run reads them back)."""
     pairs_path, validation_path = run_dir / PAIRS_FILE, run_dir / VALIDATION_FILE
     plan_path = run_dir / PLAN_FILE
@@ -130,10 +137,9 @@ def _write_pairs(path: Path, pairs: list[Pair], texts: dict[str, str]) -> None:
     os.replace(scratch, path)
 
 
-def _read_pairs(path: Path) -> list[Pair]:
+def _read_pairs(path: Path) -> list[Triple]:
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    # The tool texts ride along in the Pair's id slots: training needs texts, reports need sources.
-    return [Pair(r["query"], r["positive"], r["negative"], r["source"]) for r in rows]
+    return [Triple(r["query"], r["positive"], r["negative"], r["source"]) for r in rows]
 
 
 def train(plan: TrainingPlan, run_dir: Path) -> Path:
@@ -163,7 +169,7 @@ def train(plan: TrainingPlan, run_dir: Path) -> Path:
         for weight in layer.parameters():
             weight.requires_grad = False
 
-    def columns(pairs: list[Pair]) -> Dataset:
+    def columns(pairs: list[Triple]) -> Dataset:
         return Dataset.from_dict(
             {"anchor": [p.query for p in pairs], "positive": [p.positive for p in pairs],
              "negative": [p.negative for p in pairs]}
