@@ -5,6 +5,7 @@ so an answer that comes at all came from the cache."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -17,6 +18,16 @@ from support.serve_process import serve_command, served_over_http
 pytestmark = pytest.mark.anyio
 
 QUERY = "ring an alarm at seven"
+
+
+# Runs the command line, then says on stderr which of these it imported.
+_REPORT_IMPORTS = """
+import json, sys
+from toolscout.cli import main
+code = main(sys.argv[1:])
+print("imported:", json.dumps(sorted({name.split(".")[0] for name in sys.modules} & {"mcp", "mcp_types", "sklearn"})), file=sys.stderr)
+sys.exit(code)
+"""
 
 
 def toolscout(*args: str) -> list[str]:
@@ -64,3 +75,16 @@ async def test_search_answers_as_a_running_serve_does_from_the_catalog_it_keeps(
                 served = (await client.call_tool("search_tools", {"query": QUERY, "limit": 5})).structured_content
     assert served is not None
     assert json.loads(cli.stdout)["tools"] == served["tools"]
+
+
+async def test_a_cached_search_imports_neither_the_mcp_sdk_nor_scikit_learn(tmp_path: Path) -> None:
+    registry, flag = blocking_registry(tmp_path)
+    search = ["search", QUERY, "--registry", str(registry), "--start-timeout", "3600", "--model", "none", "--json"]
+    # Its own cache folder: the fit kept there is the one the refreshing run made.
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    with anyio.fail_after(180):
+        refreshed = await anyio.run_process(toolscout(*search, "--refresh"), env=env)
+        flag.touch()
+        cached = await anyio.run_process([sys.executable, "-c", _REPORT_IMPORTS, *search], env=env)
+    assert json.loads(cached.stdout) == json.loads(refreshed.stdout)
+    assert cached.stderr.decode().splitlines()[-1] == "imported: []"

@@ -15,6 +15,10 @@ The gateway is the one object the MCP server and the commands talk to: it owns t
 (nobody else touches it) and answers for it (`limits`, `server_names()`, `server_of(tool_id)`,
 `status_of(server)`, `listed()`, `stop_upstreams()`). It depends on the engine only through the
 `toolscout.search.SearchEngine` protocol, and takes its settings as one `GatewayOptions`.
+
+What it does at each change, screening, enriching and indexing a catalog, is a `CatalogIndexer`
+of its own; `toolscout search` and `tools` over a cached catalog use one alone, with no upstream.
+This module imports the MCP SDK only when a `Gateway` is made (its upstream pool needs it).
 """
 
 from __future__ import annotations
@@ -29,25 +33,34 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 import anyio.to_thread
-import mcp_types as types
 
 from toolscout.catalog import ID_SEPARATOR, Catalog, ToolRecord
 from toolscout.registry.loading import ServerSpec
 from toolscout.search import SearchEngine, SearchResponse
-from toolscout.upstream import (
+from toolscout.upstream.defaults import (
     DEFAULT_CALL_TIMEOUT,
+    DEFAULT_MAX_RESTARTS,
     DEFAULT_START_TIMEOUT,
-    Limits,
-    UpstreamPool,
-    UpstreamStatus,
+    STABLE_UPTIME,
 )
-from toolscout.upstream.connection import ProgressFn
-from toolscout.upstream.pool import DEFAULT_MAX_RESTARTS, STABLE_UPTIME
+from toolscout.upstream.limits import Limits
+from toolscout.upstream.status import UpstreamStatus
 
 if TYPE_CHECKING:
-    from toolscout.learning.examples import Example
+    import mcp_types as types
 
-__all__ = ["CatalogEnricher", "CatalogListener", "Gateway", "GatewayOptions", "SummaryScreen", "ToolScreen"]
+    from toolscout.learning.examples import Example
+    from toolscout.upstream.connection import ProgressFn
+
+__all__ = [
+    "CatalogEnricher",
+    "CatalogIndexer",
+    "CatalogListener",
+    "Gateway",
+    "GatewayOptions",
+    "SummaryScreen",
+    "ToolScreen",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +119,55 @@ class _ProgressLog:
             logger.info("indexing tools: %d/%d", done, total)
 
 
+class CatalogIndexer:
+    """Screens, enriches and indexes a catalog into a search engine: what a gateway does at each
+    change. It starts nothing, so it also serves a catalog listed before (a cached one)."""
+
+    def __init__(
+        self,
+        engine: SearchEngine,
+        *,
+        screens: Sequence[ToolScreen] = (),
+        enrich: CatalogEnricher | None = None,
+    ) -> None:
+        self.engine = engine
+        self._screens = tuple(screens)
+        self._enrich = enrich
+        self._indexed_key: tuple[object, ...] | None = None
+        # The catalog the engine searches: screened and enriched.
+        self.catalog = Catalog()
+
+    async def update(self, listed: Catalog) -> bool:
+        """Screen, enrich and index `listed` (in worker threads); False if nothing changed."""
+        catalog = await self._screened(listed)
+        examples: Sequence[Example] = ()
+        if self._enrich is not None:
+            tools, examples = await anyio.to_thread.run_sync(self._enrich, catalog.tools)
+            catalog = Catalog.of(tools, catalog.withheld)
+        # Expansions and examples are not part of a tool's fingerprint, yet change what is indexed.
+        key = (catalog.fingerprint, tuple(t.expansion for t in catalog.tools), tuple(examples))
+        if key == self._indexed_key:
+            return False
+        await anyio.to_thread.run_sync(self._index, catalog.tools, examples)
+        self.catalog = catalog
+        self._indexed_key = key
+        tools, servers = len(catalog.tools), len({t.server for t in catalog.tools})
+        logger.info("catalog: %d tool%s from %d upstream%s", tools, "" if tools == 1 else "s", servers, "" if servers == 1 else "s")
+        return True
+
+    async def _screened(self, full: Catalog) -> Catalog:
+        withheld: dict[str, str] = {}
+        for screen in self._screens:
+            withheld.update(await anyio.to_thread.run_sync(screen, full.tools))
+        for tool_id, reason in withheld.items():
+            if tool_id not in self.catalog.withheld:
+                logger.warning("withholding tool '%s': %s", tool_id, reason)
+        return Catalog.of(full.tools, withheld) if withheld else full
+
+    def _index(self, tools: Sequence[ToolRecord], examples: Sequence[Example]) -> None:
+        self.engine.index(tools, examples=examples)
+
+
 class Gateway:
     def __init__(
         self,
@@ -117,12 +179,13 @@ class Gateway:
         enrich: CatalogEnricher | None = None,
         summary_screen: SummaryScreen | None = None,
     ) -> None:
+        # The MCP SDK comes with the pool: imported here, by a gateway that may connect.
+        from toolscout.upstream.pool import UpstreamPool
+
         self.options = options
         self.engine = engine
-        self._screens = tuple(screens)
-        self._enrich = enrich
+        self._indexer = CatalogIndexer(engine, screens=screens, enrich=enrich)
         self._summary_screen = summary_screen
-        self._indexed_key: tuple[object, ...] | None = None
         # Only the gateway (and toolscout.upstream) touches the pool; the server and the commands use
         # the accessors below.
         self._pool = UpstreamPool(
@@ -134,7 +197,6 @@ class Gateway:
             limits=options.limits,
             on_change=self._on_pool_change,
         )
-        self.catalog = Catalog()
         self._listeners: list[CatalogListener] = []
         self._changed = anyio.Event()
         self._sync_lock = anyio.Lock()
@@ -169,6 +231,11 @@ class Gateway:
         finally:
             await self._pool.__aexit__(exc_type, exc, tb)
         return None
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog searched now: every tool of the upstreams that are up, screened and enriched."""
+        return self._indexer.catalog
 
     def add_listener(self, listener: CatalogListener) -> None:
         """`listener(catalog)` is awaited after each re-index."""
@@ -235,46 +302,19 @@ class Gateway:
         """Ask for the screens to be run again (e.g. after a person approved a changed tool)."""
         self._changed.set()
 
-    async def _screened(self, full: Catalog) -> Catalog:
-        withheld: dict[str, str] = {}
-        for screen in self._screens:
-            withheld.update(await anyio.to_thread.run_sync(screen, full.tools))
-        for tool_id, reason in withheld.items():
-            if tool_id not in self.catalog.withheld:
-                logger.warning("withholding tool '%s': %s", tool_id, reason)
-        return Catalog.of(full.tools, withheld) if withheld else full
-
-    async def sync(self, listed: Catalog | None = None) -> None:
-        """Rebuild the catalog from the pool; re-index and notify only if it changed.
-
-        `listed`: tools listed before (a cached catalog) to screen and index instead of the pool's,
-        for a gateway that is not entered and so starts no upstream (`toolscout search`).
-        """
+    async def sync(self) -> None:
+        """Rebuild the catalog from the pool; re-index and notify only if it changed."""
         async with self._sync_lock:
-            catalog = await self._screened(self._pool.catalog() if listed is None else listed)
-            examples: Sequence[Example] = ()
-            if self._enrich is not None:
-                tools, examples = await anyio.to_thread.run_sync(self._enrich, catalog.tools)
-                catalog = Catalog.of(tools, catalog.withheld)
-            # Expansions and examples are not part of a tool's fingerprint, yet change what is indexed.
-            key = (catalog.fingerprint, tuple(t.expansion for t in catalog.tools), tuple(examples))
-            if key == self._indexed_key:
+            if not await self._indexer.update(self._pool.catalog()):
                 return
-            await anyio.to_thread.run_sync(self._index, catalog.tools, examples)
-            self.catalog = catalog
-            self._indexed_key = key
+            catalog = self.catalog
             self._indexed_generation += 1
             self._needs_complete.set()
-            tools, servers = len(catalog.tools), len({t.server for t in catalog.tools})
-            logger.info("catalog: %d tool%s from %d upstream%s", tools, "" if tools == 1 else "s", servers, "" if servers == 1 else "s")
             for listener in self._listeners:
                 try:
                     await listener(catalog)
                 except Exception:  # noqa: BLE001 - a listener's failure must not stop re-indexing
                     logger.exception("catalog listener failed")
-
-    def _index(self, tools: Sequence[ToolRecord], examples: Sequence[Example]) -> None:
-        self.engine.index(tools, examples=examples)
 
     async def search(
         self, query: str, *, limit: int, servers: Collection[str] | None = None

@@ -23,11 +23,12 @@ from toolscout.upstream.limits import human_size
 
 if TYPE_CHECKING:
     # The engine and the SDK are imported when a command runs, not when the parser is built.
-    from toolscout.gateway import Gateway, GatewayOptions, SummaryScreen, ToolScreen
+    from toolscout.gateway import CatalogIndexer, Gateway, GatewayOptions, SummaryScreen, ToolScreen
     from toolscout.registry.loading import ServerSpec
+    from toolscout.search import ToolSearch
     from toolscout.search.settings import SearchSettings
     from toolscout.security.screens import PinScreen
-    from toolscout.serving.learning_hooks import LearningSources
+    from toolscout.learning.sources import LearningSources
 
 __all__ = [
     "CommandOptions",
@@ -40,11 +41,13 @@ __all__ = [
     "add_search_options",
     "add_security_options",
     "byte_size",
+    "catalog_indexer",
     "command_options",
     "fail",
     "gateway_hooks",
     "load_specs",
     "open_gateway",
+    "search_engine",
     "search_settings",
 ]
 
@@ -253,7 +256,7 @@ def _learning_sources(
     from toolscout.learning import ExpansionCache, UsageStore, discover_overlays
     from toolscout.learning.expansion_cache import default_expansions_path
     from toolscout.learning.usage import default_usage_path
-    from toolscout.serving.learning_hooks import LearningSources
+    from toolscout.learning.sources import LearningSources
 
     overlays = [*discover_overlays(options.registry_paths()), *learning.overlays]
     usage = _open_store(UsageStore, "learning from use") if record or default_usage_path().exists() else None
@@ -302,20 +305,34 @@ def load_specs(options: CommandOptions) -> list[ServerSpec]:
     return specs
 
 
+def search_engine(options: CommandOptions) -> ToolSearch:
+    """The search engine a command's gateway (or catalog indexer) indexes into."""
+    from toolscout.search import ToolSearch
+
+    return ToolSearch(search_settings(options))
+
+
 def open_gateway(options: CommandOptions, specs: list[ServerSpec], *, hooks: GatewayHooks | None = None) -> Gateway:
     """A gateway over `specs`; without `hooks` it screens nothing and learns nothing."""
     from toolscout.gateway import Gateway
-    from toolscout.search import ToolSearch
 
     hooks = hooks or GatewayHooks()
     return Gateway(
         specs,
-        ToolSearch(search_settings(options)),
+        search_engine(options),
         options.gateway,
         screens=hooks.screens,
         summary_screen=hooks.summary_screen,
         enrich=hooks.sources,
     )
+
+
+def catalog_indexer(options: CommandOptions, hooks: GatewayHooks) -> CatalogIndexer:
+    """What `open_gateway(options, specs, hooks=hooks)` would screen, enrich and index with, without
+    its upstreams (nor the MCP SDK): for a catalog listed before (`toolscout.commands._seen`)."""
+    from toolscout.gateway import CatalogIndexer
+
+    return CatalogIndexer(search_engine(options), screens=hooks.screens, enrich=hooks.sources)
 
 
 def fail(command: str, message: str) -> int:

@@ -2,8 +2,8 @@
 
 `cached(...)` is the catalog a gateway last saw over these registries (None with `--refresh`, or
 when there is none yet: the command connects, and `remember(...)` keeps what it saw). `index_seen`
-screens, enriches and indexes it through a gateway that is never entered, so no upstream starts
-and the answer is the one `serve` gives over the same tools. `serve` keeps the file current with
+screens, enriches and indexes it with the `CatalogIndexer` a gateway uses, without upstreams (nor
+the MCP SDK), so the answer is the one `serve` gives over the same tools. `serve` keeps the file current with
 `keep_current`.
 """
 
@@ -23,7 +23,7 @@ from toolscout.upstream.catalog_cache import SeenCatalog, describe_age, load_cat
 if TYPE_CHECKING:
     from toolscout.catalog import Catalog
     from toolscout.commands._gateway import CommandOptions
-    from toolscout.gateway import CatalogListener, Gateway, SummaryScreen
+    from toolscout.gateway import CatalogIndexer, CatalogListener, Gateway, SummaryScreen
     from toolscout.registry.loading import ServerSpec
     from toolscout.upstream.status import UpstreamStatus
 
@@ -66,10 +66,10 @@ def keep_current(gateway: Gateway, options: CommandOptions, specs: Sequence[Serv
     return on_catalog
 
 
-async def index_seen(gateway: Gateway, seen: SeenCatalog) -> None:
-    """Screen, enrich and index `seen` as `gateway` would its upstreams' tools (it is not entered)."""
-    await gateway.sync(listed=seen.catalog)
-    await anyio.to_thread.run_sync(gateway.engine.complete)
+async def index_seen(indexer: CatalogIndexer, seen: SeenCatalog) -> None:
+    """Screen, enrich, index and embed `seen` as a gateway would its upstreams' tools."""
+    await indexer.update(seen.catalog)
+    await anyio.to_thread.run_sync(indexer.engine.complete)
 
 
 def screened_statuses(

@@ -20,6 +20,7 @@ from toolscout.commands._gateway import (
     add_registry_options,
     add_search_options,
     add_security_options,
+    catalog_indexer,
     command_options,
     fail,
     gateway_hooks,
@@ -74,27 +75,30 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _search(args: argparse.Namespace, options: CommandOptions, specs: list, hooks: GatewayHooks) -> int:
-    from toolscout.serving.server import search_entry
+    from toolscout.serving.describe import search_entry
 
     known = {spec.name for spec in specs}
     unknown = sorted(set(args.servers or ()) - known)
     if unknown:
         return fail("search", f"unknown server(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    gateway = open_gateway(options, specs, hooks=hooks)
     seen = cached("search", args.refresh, options, specs)
     if seen is not None:
         statuses = seen.statuses
-        await index_seen(gateway, seen)  # the gateway is not entered: no upstream starts
+        indexer = catalog_indexer(options, hooks)
+        await index_seen(indexer, seen)  # no upstream starts, and the MCP SDK is not imported
+        engine = indexer.engine
     else:
+        gateway = open_gateway(options, specs, hooks=hooks)
         async with gateway:
             await gateway.ready(options.gateway.start_timeout + 5)
             remember(gateway, options, specs)
             statuses = tuple(gateway.statuses())
             await gateway.wait_complete()
+        engine = gateway.engine
     for status in statuses:
         if status.reason:
             logger.warning("upstream '%s' is %s: %s", status.name, status.state.value, status.reason)
-    response = await gateway.search(args.query, limit=args.k, servers=args.servers)
+    response = engine.search(args.query, limit=args.k, servers=args.servers)
     if args.json:
         entries = [search_entry(hit) | ({"ranks": dict(hit.ranks)} if args.explain else {}) for hit in response.hits]
         print(json.dumps({"tools": entries, "notice": response.notice}, indent=2, ensure_ascii=False))

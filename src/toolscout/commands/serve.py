@@ -29,7 +29,7 @@ from toolscout.commands._gateway import (
 )
 from toolscout.errors import ConfigError
 from toolscout.serving.http import AUTH_TOKEN_VARIABLE, serve_http
-from toolscout.upstream.pool import DEFAULT_MAX_RESTARTS
+from toolscout.upstream.defaults import DEFAULT_MAX_RESTARTS
 
 __all__ = ["register", "run"]
 

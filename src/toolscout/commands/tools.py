@@ -27,6 +27,7 @@ from toolscout.commands._gateway import (
     GatewayHooks,
     add_registry_options,
     add_security_options,
+    catalog_indexer,
     command_options,
     fail,
     gateway_hooks,
@@ -139,14 +140,14 @@ def _print_flagged(rows: list[dict], as_json: bool) -> int:
 
 
 async def _collect(args: argparse.Namespace, options: CommandOptions, specs: list, hooks: GatewayHooks) -> list[dict]:
-    gateway = open_gateway(options, specs, hooks=hooks)
     seen = cached("tools", args.refresh, options, specs)
     if seen is not None:
+        indexer = catalog_indexer(options, hooks)
         if args.list:
-            await gateway.sync(listed=seen.catalog)  # screens them; the gateway is not entered
-        return _rows(args, screened_statuses(seen.statuses, hooks.summary_screen), gateway.catalog, seen.catalog)
+            await indexer.update(seen.catalog)  # screens them; no upstream starts
+        return _rows(args, screened_statuses(seen.statuses, hooks.summary_screen), indexer.catalog, seen.catalog)
     # One attempt per upstream: this is a snapshot, not a supervisor.
-    async with gateway:
+    async with open_gateway(options, specs, hooks=hooks) as gateway:
         await gateway.ready(options.gateway.start_timeout + 5)
         remember(gateway, options, specs)
         return _rows(args, gateway.statuses(), gateway.catalog, gateway.listed())

@@ -2,19 +2,39 @@
 
 Queries are weighted here rather than through `TfidfVectorizer.transform`, whose input validation
 costs milliseconds per call: the query's few terms select columns of the document matrix.
+
+What scikit-learn fitted (the document matrix, the vocabulary, the idf) can be kept on disk
+(`store`: a folder), keyed by a hash of the exact documents, the scikit-learn version and this
+module's format: the same catalog indexed again (a restarted `serve`, `toolscout search` over the
+catalog last seen) reads the fit back without importing scikit-learn (about a second); any other
+corpus has another key and is fitted afresh. An unreadable or mismatched file is fitted again.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
+import os
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
 import numpy as np
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from toolscout.index.base import NOT_RETRIEVED, Query
 
 __all__ = ["TfidfRetriever", "with_bigrams"]
+
+logger = logging.getLogger(__name__)
+
+# Bump when what is fitted or how it is stored changes: older files then no longer match.
+_FORMAT = 1
+# Fitted indexes kept per store folder (the most recently used); older ones are removed.
+_KEEP = 64
 
 
 def _identity(tokens: Sequence[str]) -> Sequence[str]:
@@ -27,20 +47,21 @@ def with_bigrams(tokens: Sequence[str]) -> list[str]:
 
 
 class TfidfRetriever:
-    def __init__(self, corpus: Sequence[Sequence[str]]) -> None:
+    def __init__(self, corpus: Sequence[Sequence[str]], *, store: Path | None = None) -> None:
         self.size = len(corpus)
         self._columns: dict[str, int] = {}
         self._idf = np.zeros(0, dtype=np.float32)
-        self._matrix = None
+        self._matrix: Any = None
         if any(corpus):
-            # Sublinear tf: a word repeated across parameter descriptions should not dominate.
-            vectorizer = TfidfVectorizer(
-                analyzer=_identity, sublinear_tf=True, norm="l2", dtype=np.float32
-            )
-            rows = vectorizer.fit_transform([with_bigrams(doc) for doc in corpus])
-            self._matrix = rows.tocsc()  # column slices per query term
-            self._columns = {term: int(col) for term, col in vectorizer.vocabulary_.items()}
-            self._idf = vectorizer.idf_.astype(np.float32)
+            documents = [with_bigrams(doc) for doc in corpus]
+            key = fit_key(documents) if store is not None else ""
+            fitted = _read(store, key) if store is not None else None
+            if fitted is None:
+                fitted = _fit(documents)
+                if store is not None:
+                    _write(store, key, *fitted)
+            self._matrix, terms, self._idf = fitted
+            self._columns = {term: col for col, term in enumerate(terms)}
 
     def scores(self, query: Query) -> np.ndarray:
         counts = Counter(t for t in with_bigrams(query.tokens) if t in self._columns)
@@ -51,3 +72,88 @@ class TfidfRetriever:
         weights /= np.linalg.norm(weights)
         cosine = np.asarray(self._matrix[:, columns] @ weights, dtype=np.float32).ravel()
         return np.where(cosine > 0, cosine, NOT_RETRIEVED)
+
+
+def _fit(documents: list[list[str]]) -> tuple[Any, list[str], np.ndarray]:
+    """The column-sliceable document matrix, the terms in column order, and their idf."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    # Sublinear tf: a word repeated across parameter descriptions should not dominate.
+    vectorizer = TfidfVectorizer(analyzer=_identity, sublinear_tf=True, norm="l2", dtype=np.float32)
+    rows = vectorizer.fit_transform(documents)
+    terms = [""] * len(vectorizer.vocabulary_)
+    for term, col in vectorizer.vocabulary_.items():
+        terms[int(col)] = term
+    return rows.tocsc(), terms, vectorizer.idf_.astype(np.float32)  # column slices per query term
+
+
+@lru_cache(maxsize=1)
+def _sklearn_version() -> str:
+    from importlib.metadata import version
+
+    return version("scikit-learn")
+
+
+def fit_key(documents: Sequence[Sequence[str]]) -> str:
+    """What a stored fit must have been fitted on: these documents, by this scikit-learn, in this format."""
+    text = json.dumps([_FORMAT, _sklearn_version(), documents])
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _read(store: Path, key: str) -> tuple[Any, list[str], np.ndarray] | None:
+    path = store / f"{key}.npz"
+    if not path.is_file():
+        return None
+    try:
+        from scipy.sparse import csc_matrix
+
+        with np.load(path, allow_pickle=False) as stored:
+            if bytes(stored["key"]).decode("ascii") != key:
+                return None
+            terms = json.loads(bytes(stored["terms"]).decode("ascii"))
+            matrix = csc_matrix((stored["data"], stored["indices"], stored["indptr"]), shape=tuple(stored["shape"]))
+            idf = stored["idf"]
+        if not isinstance(terms, list) or len(terms) != matrix.shape[1] or idf.shape != (matrix.shape[1],):
+            return None
+        os.utime(path)  # recently used: kept when older fits are removed
+        return matrix, terms, idf
+    except Exception as exc:  # noqa: BLE001 - a damaged file costs one fit, nothing else
+        logger.debug("stored TF-IDF fit %s unusable (%s); fitting again", path, exc)
+        return None
+
+
+def _write(store: Path, key: str, matrix: Any, terms: list[str], idf: np.ndarray) -> None:
+    temporary: str | None = None
+    try:
+        store.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=store, suffix=".tmp", delete=False) as handle:
+            temporary = handle.name
+            np.savez(
+                handle,
+                key=np.frombuffer(key.encode("ascii"), dtype=np.uint8),
+                terms=np.frombuffer(json.dumps(terms).encode("ascii"), dtype=np.uint8),
+                data=matrix.data,
+                indices=matrix.indices,
+                indptr=matrix.indptr,
+                shape=np.asarray(matrix.shape, dtype=np.int64),
+                idf=idf,
+            )
+        os.replace(temporary, store / f"{key}.npz")
+        temporary = None
+        _prune(store)
+    except Exception as exc:  # noqa: BLE001 - an unwritable cache costs a fit at the next start, nothing else
+        logger.debug("cannot keep the TF-IDF fit in %s (%s)", store, exc)
+    finally:
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)
+
+
+def _prune(store: Path) -> None:
+    def used(path: Path) -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    for old in sorted(store.glob("*.npz"), key=used, reverse=True)[_KEEP:]:
+        old.unlink(missing_ok=True)

@@ -174,7 +174,8 @@ class ToolSearch:
             merged = [
                 [*names[i], *(t for docs in token_docs.values() for t in docs[i])] for i in range(len(tools))
             ]
-            retrievers["tfidf"] = TfidfRetriever(merged)
+            # Kept next to the embeddings: the same catalog indexed again reads its fit back.
+            retrievers["tfidf"] = TfidfRetriever(merged, store=settings.resolved_cache_dir / "tfidf")
         dense_texts = tuple(dense_document(t) for t in tools) if self._dense_on else ()
         intent_examples = IntentExamples()
         if self._intent_on:

@@ -79,7 +79,8 @@ class SearchSettings:
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     # Installed package name or folder path of the embedding model; None or "none" disables dense.
     model: str | None = DEFAULT_MODEL
-    # Where embeddings (and the exported ONNX model) are cached; None means the user cache dir.
+    # Where embeddings, fitted TF-IDF indexes and the exported ONNX model are cached; None means the
+    # user cache dir.
     cache_dir: Path | None = None
     # How many tools each signal hands to fusion, at least (4 x limit when that is more).
     candidates: int = 50

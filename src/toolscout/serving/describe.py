@@ -2,18 +2,23 @@
 
 An agent sees two tools and none of the upstream tools, so the server instructions and the
 `search_tools` description must tell it what can be found (which servers, what each is for, how
-many tools) and that it should search before concluding it cannot do something.
+many tools) and that it should search before concluding it cannot do something. Each result of
+`search_tools` (and of `toolscout search --json`) is a `search_entry`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from toolscout.catalog import Catalog
 from toolscout.upstream import State, UpstreamStatus
 
-__all__ = ["execute_description", "instructions", "search_description"]
+if TYPE_CHECKING:
+    from toolscout.search import SearchHit
+
+__all__ = ["execute_description", "instructions", "search_description", "search_entry"]
 
 # The tool description is repeated in every request a host makes: keep it short.
 _DESCRIPTION_SERVERS = 12
@@ -85,3 +90,27 @@ def instructions(statuses: Sequence[UpstreamStatus], catalog: Catalog) -> str:
     if down:
         text += f"\n\nNot available right now: {', '.join(down)}."
     return text
+
+
+def search_entry(hit: SearchHit) -> dict[str, Any]:
+    """One search result, shaped like a tools/list entry plus what routing needs.
+
+    `name` is what execute_tool's `name` takes (the id, unique across servers), as in a tools/list
+    entry an agent would call; the upstream's own name for the tool is `upstream_name`.
+    """
+    tool = hit.tool
+    entry: dict[str, Any] = {
+        "name": tool.id,
+        "id": tool.id,
+        "server": tool.server,
+        "upstream_name": tool.name,
+        "title": tool.display_title,
+        "description": tool.description,
+        "inputSchema": dict(tool.input_schema),
+    }
+    if tool.output_schema:
+        entry["outputSchema"] = dict(tool.output_schema)
+    if tool.annotations:
+        entry["annotations"] = dict(tool.annotations)
+    entry["score"] = round(hit.score, 4)
+    return entry

@@ -19,13 +19,13 @@ import ipaddress
 import logging
 import socket
 from collections.abc import Sequence
-from typing import Any
-
-from mcp.server.subscriptions import ListenHandler
-from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import ASGIApp, Receive, Scope, Send
+from typing import TYPE_CHECKING, Any
 
 from toolscout.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["AUTH_TOKEN_VARIABLE", "BearerAuth", "http_app", "security_settings", "serve_http"]
 
@@ -54,6 +54,9 @@ def security_settings(
     host: str, allowed_hosts: Sequence[str] = (), allowed_origins: Sequence[str] = ()
 ) -> TransportSecuritySettings:
     """Host and Origin values the server accepts when bound to `host`."""
+    # The SDK is imported when serving, not with this module (`toolscout serve --help`, `search`).
+    from mcp.server.transport_security import TransportSecuritySettings
+
     hosts = [*_LOOPBACK_HOSTS]
     if host not in _WILDCARDS:
         hosts.append(_bracketed(host))
@@ -167,6 +170,8 @@ async def serve_http(
 
 
 def _close_listen_streams(server: Any) -> None:
+    from mcp.server.subscriptions import ListenHandler
+
     entry = server.get_request_handler("subscriptions/listen")
     if entry is not None and isinstance(entry.handler, ListenHandler):
         entry.handler.close()

@@ -6,8 +6,9 @@
         server = build_server(gateway, observers=learning.observers)
         learning.install(server)                            # sampling starts when a client can sample
 
-- `LearningSources` fills each tool's expansion field before every index build, from overlays,
-  example files, examples learned from use and phrases the client's model generated.
+- `LearningSources` (`toolscout.learning.sources`, re-exported here) fills each tool's expansion
+  field before every index build, from overlays, example files, examples learned from use and
+  phrases the client's model generated.
 - `UsageRecorder` sees every meta-tool call: a search's query and the ids it returned, then a
   successful execute_tool of one of them within the same session, is recorded when it is evidence
   (`UsageTracker`: ranked high without a server filter, not corrected later), in a worker thread:
@@ -19,8 +20,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable, Sequence
-from pathlib import Path
+from collections.abc import Hashable
 from types import TracebackType
 from typing import Any
 
@@ -31,22 +31,12 @@ from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.session import ServerSession
 
-from toolscout.catalog import ID_SEPARATOR, Catalog, ToolRecord
+from toolscout.catalog import Catalog
 from toolscout.errors import ToolCallError
 from toolscout.gateway import Gateway
-from toolscout.learning import (
-    Example,
-    Expander,
-    ExpansionCache,
-    Overlay,
-    UsageStore,
-    UsageTracker,
-    apply_expansions,
-    load_example_files,
-    load_overlays,
-    unmatched_patterns,
-)
+from toolscout.learning import Expander, ExpansionCache, UsageTracker
 from toolscout.learning.sampling_mcp import sampling_ask, session_supports_sampling
+from toolscout.learning.sources import LearningSources
 from toolscout.learning.usage import EVIDENCE_RANK, Evidence
 from toolscout.serving.server import EXECUTE_TOOL, SEARCH_TOOL, CallObserver
 from toolscout.serving.validation import resolve_tool
@@ -80,74 +70,6 @@ def session_key(ctx: ServerRequestContext[Any]) -> Hashable | None:
     headers = getattr(request, "headers", None)
     session_id = headers.get(_SESSION_HEADER) if headers is not None else None
     return ("http", session_id) if session_id else None
-
-
-class LearningSources:
-    """What fills the expansion field, read at every index build (a `CatalogEnricher`)."""
-
-    def __init__(
-        self,
-        overlays: Sequence[Overlay] = (),
-        examples: Sequence[Example] = (),
-        *,
-        usage: UsageStore | None = None,
-        cache: ExpansionCache | None = None,
-    ) -> None:
-        self.overlays = tuple(overlays)
-        self.file_examples = tuple(examples)
-        self.usage = usage
-        self.cache = cache
-        self._reported: set[tuple[str, str]] = set()
-        self._unknown_ids: set[str] = set()
-
-    @classmethod
-    def load(
-        cls,
-        overlay_files: Sequence[Path] = (),
-        example_files: Sequence[Path] = (),
-        *,
-        usage: UsageStore | None = None,
-        cache: ExpansionCache | None = None,
-    ) -> LearningSources:
-        """Read and validate the files now (ConfigError naming the file and the fix)."""
-        return cls(load_overlays(overlay_files), load_example_files(example_files), usage=usage, cache=cache)
-
-    def __call__(self, tools: Sequence[ToolRecord]) -> tuple[list[ToolRecord], list[Example]]:
-        examples = [*self.file_examples, *(self.usage.examples() if self.usage is not None else ())]
-        generated = self.cache.lookup(tools) if self.cache is not None else None
-        expanded = apply_expansions(tools, overlays=self.overlays, examples=examples, generated=generated)
-        self._report_unmatched(tools)
-        self._report_unknown_examples(tools, examples)
-        return expanded, examples
-
-    def _report_unknown_examples(self, tools: Sequence[ToolRecord], examples: Sequence[Example]) -> None:
-        """Example ids that match no tool of a server that is up: said once per id. An id of a
-        server not (yet) in the catalog is normal while it starts or is down, so it waits."""
-        servers = {tool.id.split(ID_SEPARATOR, 1)[0] for tool in tools}
-        known = {tool.id for tool in tools}
-        unknown = sorted(
-            tool_id for example in examples for tool_id in example.tool_ids
-            if tool_id not in known and tool_id.split(ID_SEPARATOR, 1)[0] in servers and tool_id not in self._unknown_ids
-        )
-        unknown = list(dict.fromkeys(unknown))
-        if unknown:
-            self._unknown_ids.update(unknown)
-            logger.info(
-                "%d example tool id(s) match no tool of their server, e.g. %s",
-                len(unknown), ", ".join(unknown[:3]),
-            )
-
-    def _report_unmatched(self, tools: Sequence[ToolRecord]) -> None:
-        # A key matching nothing is normal while its server is down, but usually a typo: say it once.
-        for source, pattern in unmatched_patterns(self.overlays, (tool.id for tool in tools)):
-            if tools and (source, pattern) not in self._reported:
-                self._reported.add((source, pattern))
-                logger.info("overlay %s: '%s' matches no tool of the catalog (yet)", source, pattern)
-
-    def close(self) -> None:
-        for store in (self.usage, self.cache):
-            if store is not None:
-                store.close()
 
 
 class UsageRecorder:

@@ -28,6 +28,7 @@ from toolscout.gateway import Gateway
 from toolscout.search import SearchHit
 from toolscout.search.confidence import weak_notice
 from toolscout.serving import describe
+from toolscout.serving.describe import search_entry
 from toolscout.serving.packing import pack
 from toolscout.serving.validation import (
     check_argument_size,
@@ -369,30 +370,6 @@ def _shown(value: Any) -> str:
     except (ValueError, RecursionError):
         text = type(value).__name__
     return text if len(text) <= 80 else text[:77] + "..."
-
-
-def search_entry(hit: SearchHit) -> dict[str, Any]:
-    """One search result, shaped like a tools/list entry plus what routing needs.
-
-    `name` is what execute_tool's `name` takes (the id, unique across servers), as in a tools/list
-    entry an agent would call; the upstream's own name for the tool is `upstream_name`.
-    """
-    tool = hit.tool
-    entry: dict[str, Any] = {
-        "name": tool.id,
-        "id": tool.id,
-        "server": tool.server,
-        "upstream_name": tool.name,
-        "title": tool.display_title,
-        "description": tool.description,
-        "inputSchema": dict(tool.input_schema),
-    }
-    if tool.output_schema:
-        entry["outputSchema"] = dict(tool.output_schema)
-    if tool.annotations:
-        entry["annotations"] = dict(tool.annotations)
-    entry["score"] = round(hit.score, 4)
-    return entry
 
 
 def build_server(gateway: Gateway, observers: Sequence[CallObserver] = ()) -> Server[Any]:

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from toolscout import __version__
 from toolscout.errors import UpstreamError
 from toolscout.registry.loading import ServerSpec, redact, resolve_command, upstream_environment
+from toolscout.upstream.defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT
 from toolscout.upstream.limits import Limits, bound_result
 from toolscout.upstream.status import State, UpstreamStatus, describe_failure, summarize
 from toolscout.upstream.stderr import StderrTail
@@ -38,9 +39,6 @@ logger = logging.getLogger(__name__)
 # (progress, total, message) of a call in flight, as the SDK reports it.
 ProgressFn = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
-DEFAULT_START_TIMEOUT = 30.0
-# Below the 60 s after which hosts give up on a tool call, so the agent gets our clear error first.
-DEFAULT_CALL_TIMEOUT = 45.0
 # A server that pages forever (or repeats a cursor) must not hang the gateway.
 MAX_TOOL_PAGES = 500
 # After a stdio upstream stops, how long to wait for the last lines of its stderr.

@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-import mcp_types as types
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import mcp_types as types
 
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "Limits", "bound_result", "human_size"]
 
@@ -47,6 +50,8 @@ def _text_bytes(text: str) -> int:
 
 
 def _block_bytes(block: types.ContentBlock) -> int:
+    import mcp_types as types  # with the SDK, which only a gateway making calls has imported
+
     if isinstance(block, types.TextContent):
         return _text_bytes(block.text)
     return len(block.model_dump_json(by_alias=True, exclude_none=True))
@@ -67,6 +72,8 @@ def bound_result(result: types.CallToolResult, max_bytes: int, *, server: str, t
     blocks that do not fit (images, audio, resources) and structured content that does not fit are
     left out. `isError` is kept as it was.
     """
+    import mcp_types as types  # with the SDK, which only a gateway making calls has imported
+
     sizes = [_block_bytes(block) for block in result.content]
     structured = result.structured_content
     structured_bytes = _json_bytes(structured) if structured is not None else 0

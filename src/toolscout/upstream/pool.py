@@ -35,6 +35,7 @@ from toolscout.upstream.connection import (
     Upstream,
     UpstreamStatus,
 )
+from toolscout.upstream.defaults import DEFAULT_MAX_RESTARTS, STABLE_UPTIME
 from toolscout.upstream.limits import Limits
 from toolscout.upstream.records import build_catalog
 
@@ -52,11 +53,7 @@ logger = logging.getLogger(__name__)
 
 RESTART_BASE_DELAY = 1.0
 RESTART_MAX_DELAY = 60.0
-# A session that lasted this long was healthy, so its end is an incident rather than a crash loop:
-# the upstream is restarted almost at once instead of after the base delay.
-STABLE_UPTIME = 10.0
 QUICK_RESTART_DELAY = 0.1
-DEFAULT_MAX_RESTARTS = 5
 # On shutdown, how long upstreams get to close (stdio: stdin closed, then the process tree killed).
 _SHUTDOWN_GRACE = 8.0
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import mcp_types as types
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import mcp_types as types
 
 from toolscout.catalog import ToolRecord, assign_ids
 

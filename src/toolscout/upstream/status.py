@@ -6,11 +6,12 @@ import enum
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import mcp_types as types
-from mcp import MCPError
+from typing import TYPE_CHECKING
 
 from toolscout.errors import ToolscoutError
+
+if TYPE_CHECKING:
+    import mcp_types as types
 
 __all__ = ["State", "UpstreamStatus", "describe_failure", "summarize"]
 
@@ -104,6 +105,10 @@ def describe_failure(exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, TimeoutError):
         return "timed out"
+    # The SDK is imported here, not with the module: reading cached statuses needs none of it.
+    import mcp_types as types
+    from mcp import MCPError
+
     if isinstance(exc, MCPError):
         return exc.message if exc.code != types.CONNECTION_CLOSED else "the connection closed"
     if isinstance(exc, FileNotFoundError):

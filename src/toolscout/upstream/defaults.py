@@ -1,0 +1,14 @@
+"""How the upstream pool runs by default: importable without the MCP SDK (the command line's help
+shows these, and `toolscout search` over a cached catalog never connects)."""
+
+from __future__ import annotations
+
+__all__ = ["DEFAULT_CALL_TIMEOUT", "DEFAULT_MAX_RESTARTS", "DEFAULT_START_TIMEOUT", "STABLE_UPTIME"]
+
+DEFAULT_START_TIMEOUT = 30.0
+# Below the 60 s after which hosts give up on a tool call, so the agent gets our clear error first.
+DEFAULT_CALL_TIMEOUT = 45.0
+# A session that lasted this long was healthy, so its end is an incident rather than a crash loop:
+# the upstream is restarted almost at once instead of after the base delay.
+STABLE_UPTIME = 10.0
+DEFAULT_MAX_RESTARTS = 5
