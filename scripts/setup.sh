@@ -17,8 +17,11 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 if [ "${1:-}" = "--runtime" ]; then
-    echo "toolscout setup: installing toolscout (runtime only)" >&2
-    "${PIP[@]}" -e .
+    echo "toolscout setup: installing toolscout (runtime only) and uv" >&2
+    # uv is not a dependency of toolscout, but the bundled default registry starts its servers
+    # with uvx; installed in this venv, upstreams find it (toolscout appends its own bin dir to
+    # their PATH).
+    "${PIP[@]}" -e . "uv>=0.4"
     echo "toolscout setup: done (.venv/bin/toolscout)" >&2
     exit 0
 fi

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -88,3 +89,18 @@ async def test_a_cached_search_imports_neither_the_mcp_sdk_nor_scikit_learn(tmp_
         cached = await anyio.run_process([sys.executable, "-c", _REPORT_IMPORTS, *search], env=env)
     assert json.loads(cached.stdout) == json.loads(refreshed.stdout)
     assert cached.stderr.decode().splitlines()[-1] == "imported: []"
+
+
+async def test_a_catalog_seen_with_every_upstream_down_is_not_answered_from(tmp_path: Path) -> None:
+    # The upstream's script is missing at first (as uvx is before uv is installed), so the first
+    # look sees no tool; once it is there, a search without --refresh must look again.
+    script = tmp_path / "weather_server.py"
+    registry = write_registry(tmp_path / "servers.json", {"weather": {"command": sys.executable, "args": [str(script)]}})
+    search = ["search", "weather forecast for Oslo", "--registry", str(registry), "--model", "none", "--json"]
+    with anyio.fail_after(180):
+        first = await anyio.run_process(toolscout(*search), check=False)
+        shutil.copy(python_server("weather_server.py")["args"][0], script)
+        second = await anyio.run_process(toolscout(*search))
+    assert json.loads(first.stdout)["tools"] == []
+    assert "had no tools; connecting" in second.stderr.decode()
+    assert json.loads(second.stdout)["tools"][0]["server"] == "weather"

@@ -43,6 +43,12 @@ def cached(command: str, refresh: bool, options: CommandOptions, specs: Sequence
     if refresh:
         return None
     seen = load_catalog(options.registry_paths(), specs)
+    if seen is not None and not seen.catalog.tools:
+        # Every upstream was down when last seen (e.g. before uv was installed): an answer from
+        # that would be empty, so look again.
+        print(f"toolscout {command}: the catalog last seen had no tools; connecting to the upstreams",
+              file=sys.stderr)
+        return None
     if seen is not None:
         print(
             f"toolscout {command}: from the catalog seen {describe_age(seen.age())} ago "
