@@ -45,6 +45,7 @@ from toolscout.upstream.defaults import (
 )
 from toolscout.upstream.limits import Limits
 from toolscout.upstream.status import UpstreamStatus
+from toolscout.wording import plural
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -151,8 +152,8 @@ class CatalogIndexer:
         await anyio.to_thread.run_sync(self._index, catalog.tools, examples)
         self.catalog = catalog
         self._indexed_key = key
-        tools, servers = len(catalog.tools), len({t.server for t in catalog.tools})
-        logger.info("catalog: %d tool%s from %d upstream%s", tools, "" if tools == 1 else "s", servers, "" if servers == 1 else "s")
+        servers = len({t.server for t in catalog.tools})
+        logger.info("catalog: %s from %s", plural(len(catalog.tools), "tool"), plural(servers, "upstream"))
         return True
 
     async def _screened(self, full: Catalog) -> Catalog:

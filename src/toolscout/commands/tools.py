@@ -37,6 +37,7 @@ from toolscout.commands._gateway import (
 from toolscout.commands._seen import add_refresh_option, cached, remember, screened_statuses
 from toolscout.errors import ConfigError
 from toolscout.upstream.published import running_gateways
+from toolscout.wording import plural
 
 if TYPE_CHECKING:
     from toolscout.catalog import Catalog
@@ -181,7 +182,7 @@ def _served_line(seen: dict) -> str:
 
     who = f"serving gateway {seen['pid']} ({seen['transport']}): {seen['state']}"
     if seen["state"] == "up":
-        who += f", {seen['tool_count']} tool{'' if seen['tool_count'] == 1 else 's'}"
+        who += f", {plural(seen['tool_count'], 'tool')}"
     if seen.get("restarts"):
         who += f", restarted {seen['restarts']} time{'s' if seen['restarts'] != 1 else ''}"
         if seen["state"] == "up" and seen.get("last_restart_reason"):

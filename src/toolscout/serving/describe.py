@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolscout.catalog import Catalog
 from toolscout.upstream import State, UpstreamStatus
+from toolscout.wording import plural
 
 if TYPE_CHECKING:
     from toolscout.search import SearchHit
@@ -25,16 +26,12 @@ _DESCRIPTION_SERVERS = 12
 _INSTRUCTION_SERVERS = 40
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
-
-
 def _server_lines(statuses: Sequence[UpstreamStatus], catalog: Catalog, limit: int) -> list[str]:
     counts = Counter(tool.server for tool in catalog.tools)
     up = [s for s in statuses if s.state is State.UP and counts[s.name]]
     up.sort(key=lambda s: (-counts[s.name], s.name))
     lines = [
-        f"- {s.name} ({_plural(counts[s.name], 'tool')}): {s.summary}"
+        f"- {s.name} ({plural(counts[s.name], 'tool')}): {s.summary}"
         for s in up[:limit]
     ]
     if len(up) > limit:
@@ -45,7 +42,7 @@ def _server_lines(statuses: Sequence[UpstreamStatus], catalog: Catalog, limit: i
 
 def _catalog_size(catalog: Catalog) -> str:
     servers = len({tool.server for tool in catalog.tools})
-    return f"{_plural(len(catalog.tools), 'tool')} from {_plural(servers, 'server')}"
+    return f"{plural(len(catalog.tools), 'tool')} from {plural(servers, 'server')}"
 
 
 def _unavailable(statuses: Sequence[UpstreamStatus]) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,7 +142,4 @@ def split_validation(
 
 
 def counts_by_source(pairs: Iterable[Pair]) -> dict[str, int]:
-    counts: dict[str, int] = defaultdict(int)
-    for pair in pairs:
-        counts[pair.source] += 1
-    return dict(sorted(counts.items()))
+    return dict(sorted(Counter(pair.source for pair in pairs).items()))

@@ -31,6 +31,7 @@ from toolscout.upstream.status import State, UpstreamStatus, describe_failure, s
 from toolscout.upstream.stderr import StderrTail
 from toolscout.upstream.stdio import stdio_transport
 from toolscout.upstream.streams import EndWatchingStream
+from toolscout.wording import plural
 
 __all__ = ["DEFAULT_CALL_TIMEOUT", "DEFAULT_START_TIMEOUT", "ProgressFn", "State", "Upstream", "UpstreamStatus"]
 
@@ -218,7 +219,7 @@ class Upstream:
         self._set_client(client, ended)
         self.state, self._was_up, self._up_at = State.UP, True, anyio.current_time()
         self.settled.set()
-        logger.info("upstream '%s' connected: %d tool%s", self.name, len(self.tools), "" if len(self.tools) == 1 else "s")
+        logger.info("upstream '%s' connected: %s", self.name, plural(len(self.tools), "tool"))
         self._on_change()
         try:
             async with anyio.create_task_group() as tg:
