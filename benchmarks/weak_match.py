@@ -84,6 +84,8 @@ def main() -> int:
     print("| etom_mcp | best cosine / gap below | precision | recall | false alarms (feasible) |")
     print("|---|---|---|---|---|")
     print(row("shipped thresholds, all requests", feasible, infeasible, cosine, gap))
+    # What the shipped thresholds should be for the model in use (toolscout.search.confidence).
+    print(row("chosen on all requests", feasible, infeasible, *choose(feasible, infeasible)))
     if args.cv:
         rng = np.random.default_rng(0)
         fold_f, fold_i = rng.permutation(len(feasible)) % 2, rng.permutation(len(infeasible)) % 2

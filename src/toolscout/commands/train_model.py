@@ -22,6 +22,10 @@ logger = logging.getLogger(__name__)
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from toolscout.training.data import LICENSED_SOURCES
+    from toolscout.training.fit import TrainingPlan
+
+    # The shipped model's settings, from one place: the plan's defaults.
+    shipped = TrainingPlan(data="")
 
     parser = subparsers.add_parser(
         "train-model",
@@ -35,11 +39,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="run folder: prepared pairs, checkpoints, the trained model; re-run to resume")
     parser.add_argument("--sources", default=",".join(LICENSED_SOURCES),
                         help="comma-separated training sources (default: those with a stated licence)")
-    parser.add_argument("--steps", type=int, default=360, help="optimiser steps (default 360)")
-    parser.add_argument("--batch-size", type=int, default=32, help="pairs per step (default 32)")
-    parser.add_argument("--learning-rate", type=float, default=4e-5, help="peak learning rate (default 4e-5)")
-    parser.add_argument("--per-tool", type=int, default=12, help="at most this many requests per tool (default 12)")
-    parser.add_argument("--seed", type=int, default=13, help="seed of sampling, mining and training (default 13)")
+    parser.add_argument("--steps", type=int, default=shipped.steps,
+                        help=f"optimiser steps (default {shipped.steps})")
+    parser.add_argument("--batch-size", type=int, default=shipped.batch_size,
+                        help=f"pairs per step (default {shipped.batch_size})")
+    parser.add_argument("--learning-rate", type=float, default=shipped.learning_rate,
+                        help=f"peak learning rate (default {shipped.learning_rate:g})")
+    parser.add_argument("--per-tool", type=int, default=shipped.per_tool,
+                        help=f"at most this many requests per tool (default {shipped.per_tool})")
+    parser.add_argument("--seed", type=int, default=shipped.seed,
+                        help=f"seed of sampling, mining and training (default {shipped.seed})")
     parser.add_argument("--export", type=Path, metavar="DIR",
                         help="also write the runtime files (model.onnx, tokenizer, card) into DIR")
     parser.set_defaults(handler=run)

@@ -7,7 +7,7 @@ and barely above the tenth best (nothing stands out of the catalog). Both must h
 match, so a terse request with a low cosine whose best tool still stands out is not called weak.
 
 Calibrated on etom_mcp (1,983 feasible requests, 91 no tool serves) with the default model; see
-benchmarks/weak_match.py and docs/search-engine.md for the measured precision and recall. No MCP.
+benchmarks/weak_match.py and docs/benchmarks.md for the measured precision and recall. No MCP.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import numpy as np
 __all__ = ["GAP_RANK", "MAX_COSINE", "MAX_GAP", "MatchStrength", "match_strength", "weak_notice"]
 
 # Best cosine below this and the best minus the tenth best below GAP: a weak match.
-MAX_COSINE = 0.37
-MAX_GAP = 0.10
+MAX_COSINE = 0.33
+MAX_GAP = 0.11
 # The gap compares the best with this one (1-based); a catalog needs this many tools for a verdict.
 GAP_RANK = 10
 
