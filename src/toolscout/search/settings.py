@@ -78,7 +78,8 @@ class SearchSettings:
 
     rrf_k: int = DEFAULT_RRF_K
     weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
-    # Installed package name or folder path of the embedding model; None or "none" disables dense.
+    # The embedding model: "bundled" (shipped inside toolscout), an installed package or a folder
+    # path (toolscout.index.model_files); None or "none" disables dense.
     model: str | None = DEFAULT_MODEL
     # Where embeddings, fitted TF-IDF indexes and the exported ONNX model are cached; None means the
     # user cache dir.

@@ -5,10 +5,11 @@ from __future__ import annotations
 import importlib.util
 
 from toolscout.errors import ConfigError
+from toolscout.index.model_files import TRAIN_EXTRA
 
 __all__ = ["TRAIN_EXTRA_HINT", "require_training_extra"]
 
-TRAIN_EXTRA_HINT = 'pip install "toolscout[train]" (on CPU-only machines first: pip install torch --index-url https://download.pytorch.org/whl/cpu)'
+TRAIN_EXTRA_HINT = f"{TRAIN_EXTRA} (on CPU-only machines first: pip install torch --index-url https://download.pytorch.org/whl/cpu)"
 _NEEDED = ("torch", "sentence_transformers", "transformers", "onnx", "datasets", "accelerate")
 
 
