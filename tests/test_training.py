@@ -92,54 +92,6 @@ def test_hard_negatives_come_from_our_search_and_never_serve_the_request(folder,
     assert tool_texts["a::get_weather"].startswith("get weather (a).")
 
 
-def test_hard_negatives_can_be_mined_by_the_hybrid_engine_with_an_embedding_model(tmp_path):
-    # "will it snow this weekend" shares no word with any tool, so keyword search ranks nothing and
-    # the negative is any tool at all; the hybrid engine's dense signal ranks the weather tools
-    # first, and the negative is drawn from those near misses, whatever the seed.
-    weather = {"get_weather": "Current weather conditions for a city.", "get_humidity": "Relative humidity at a place.",
-               "get_wind": "Wind speed and direction at a location."}
-    others = {"send_email": "Send an email to someone.", "read_file": "Read a file from disk.",
-              "play_music": "Play a song or a playlist.", "resize_image": "Scale a picture to a new size.",
-              "create_invoice": "Bill a customer for an order."}
-    tools = {"get_forecast": "Forecast for the next days.", **weather, **others}
-    with (tmp_path / "tools.jsonl").open("w") as out:
-        for name, description in tools.items():
-            out.write(json.dumps({"id": f"a::{name}", "name": name, "server": "a", "description": description,
-                                  "input_schema": {}, "source": "lic"}) + "\n")
-    (tmp_path / "pairs.jsonl").write_text(
-        json.dumps({"query": "will it snow this weekend", "tools": ["a::get_forecast"], "source": "lic"}) + "\n")
-
-    def negative(seed: int, model: str | None) -> str:
-        plan = TrainingPlan(data=str(tmp_path), sources=("lic",), validation_fraction=0.0, seed=seed, mining_model=model)
-        run = tmp_path / f"run-{seed}-{model}"
-        prepare(plan, run)
-        return json.loads((run / "pairs.jsonl").read_text())["negative_id"]
-
-    seeds = range(6)
-    assert {negative(seed, "bundled") for seed in seeds} <= {f"a::{name}" for name in weather}
-    assert {negative(seed, None) for seed in seeds} - {f"a::{name}" for name in weather}
-
-
-def test_a_tool_named_like_the_right_one_is_never_its_negative(tmp_path):
-    # One function documented twice (as BFCL does): the twin is not a wrong answer to teach.
-    tools = [("a::get_weather::1", "get_weather", "Current weather for a city."),
-             ("a::get_weather::2", "get_weather", "Get the current weather in a given city."),
-             ("a::get_forecast", "get_forecast", "Weather forecast for the next days."),
-             ("a::send_email", "send_email", "Send an email to someone.")]
-    with (tmp_path / "tools.jsonl").open("w") as out:
-        for tool_id, name, description in tools:
-            out.write(json.dumps({"id": tool_id, "name": name, "server": "a", "description": description,
-                                  "input_schema": {}, "source": "lic"}) + "\n")
-    (tmp_path / "pairs.jsonl").write_text(
-        json.dumps({"query": "current weather in Oslo", "tools": ["a::get_weather::1"], "source": "lic"}) + "\n")
-    negatives = set()
-    for seed in range(6):
-        run = tmp_path / f"run-{seed}"
-        prepare(TrainingPlan(data=str(tmp_path), sources=("lic",), validation_fraction=0.0, seed=seed), run)
-        negatives.add(json.loads((run / "pairs.jsonl").read_text())["negative_id"])
-    assert negatives and "a::get_weather::2" not in negatives
-
-
 def test_a_run_folder_refuses_a_different_plan(folder, tmp_path):
     prepare(TrainingPlan(data=str(folder), sources=("lic",), validation_fraction=0.0), tmp_path / "run")
     with pytest.raises(ValueError, match="another plan"):

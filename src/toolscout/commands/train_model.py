@@ -49,9 +49,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"at most this many requests per tool (default {shipped.per_tool})")
     parser.add_argument("--seed", type=int, default=shipped.seed,
                         help=f"seed of sampling, mining and training (default {shipped.seed})")
-    parser.add_argument("--mine-with", metavar="MODEL", default=shipped.mining_model,
-                        help="mine hard negatives with the hybrid engine and this embedding model (a package "
-                        "or folder; default: keyword search alone)")
     parser.add_argument("--export", type=Path, metavar="DIR",
                         help="also write the runtime files (model.onnx, tokenizer, card) into DIR")
     parser.set_defaults(handler=run)
@@ -71,7 +68,6 @@ def run(args: argparse.Namespace) -> int:
         learning_rate=args.learning_rate,
         per_tool=args.per_tool,
         seed=args.seed,
-        mining_model=args.mine_with,
     )
     try:
         model_dir = train(plan, args.out)

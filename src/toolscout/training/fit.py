@@ -78,9 +78,6 @@ class TrainingPlan:
     # steps): same dev-set figures within noise, about the same time per step
     # (docs/benchmarks.md, "Freezing, measured").
     frozen_layers: int = 2
-    # Hard negatives: None mines them with keyword search alone; an embedding model (a package or
-    # folder) mines them with the hybrid engine and that model.
-    mining_model: str | None = None
     save_every: int = 20
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -113,14 +110,13 @@ def prepare(plan: TrainingPlan, run_dir: Path) -> tuple[list[Triple], list[Tripl
     log.info("training data: %d tools, %d requests from %s", len(data.tools), len(data.requests), ", ".join(plan.sources))
     chosen = balanced(data.requests, per_tool=plan.per_tool, tools_per_request=plan.tools_per_request, seed=plan.seed)
     train_side, validation_side = split_validation(chosen, fraction=plan.validation_fraction, seed=plan.seed)
-    how = "keyword search" if plan.mining_model is None else f"hybrid search with {plan.mining_model}"
-    log.info("mining hard negatives with toolscout's %s for %d pairs", how, len(chosen))
+    log.info("mining hard negatives with toolscout's keyword search for %d pairs", len(chosen))
 
     def report(done: int, total: int) -> None:
         log.info("mined %d/%d", done, total)
 
-    train = mine_negatives(train_side, data, seed=plan.seed, model=plan.mining_model, progress=report)
-    validation = mine_negatives(validation_side, data, seed=plan.seed, model=plan.mining_model)
+    train = mine_negatives(train_side, data, seed=plan.seed, progress=report)
+    validation = mine_negatives(validation_side, data, seed=plan.seed)
     texts = {tool_id: dense_document(tool) for tool_id, tool in data.tools.items()}
     _write_pairs(pairs_path, train, texts)
     _write_pairs(validation_path, validation, texts)
