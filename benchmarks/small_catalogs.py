@@ -25,7 +25,7 @@ import numpy as np
 from toolscout.eval import load_dataset, sample_queries
 from toolscout.eval.datasets import Dataset, Query
 from toolscout.eval.runner import build_engine
-from toolscout.eval.tuning import RRF_K, Replay, coordinate_ascent, record, score
+from toolscout.eval.tuning import RRF_K, Replay, coordinate_ascent, engine_rankings, fused_scores, record, score
 from toolscout.search.settings import SearchSettings
 
 log = logging.getLogger("small_catalogs")
@@ -57,17 +57,11 @@ def catalogs(dataset: Dataset, size: int, seed: int = 7) -> list[list]:
 
 def replay(settings: SearchSettings, name: str, tools: list, queries: list[Query]) -> Replay:
     engine, _ = build_engine(settings, Dataset(name, tuple(tools), tuple(queries)))
-
-    def rankings(text: str, depth: int):
-        ranked = engine.rankings(text, depth=depth)
-        return {signal: [t.id for t in found] for signal, found in ranked.rankings.items()}, ranked.weight_scale
-
-    return record(rankings, queries, SIGNALS, DEPTH)
+    return record(engine_rankings(engine), queries, SIGNALS, DEPTH)
 
 
 def top1(recorded: Replay, weights: dict[str, float], rrf_k: float) -> float:
-    w = np.array([weights.get(name, 0.0) for name in recorded.signals], dtype=np.float32)
-    fused = np.einsum("qsc,qs->qc", 1.0 / (np.float32(rrf_k) + recorded.ranks), recorded.scales * w)
+    fused = fused_scores(recorded, weights, rrf_k)
     return float(recorded.answers[np.arange(len(recorded)), fused.argmax(axis=1)].mean())
 
 

@@ -23,8 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolscout.eval import evaluate, load_dataset, sample_queries
-from toolscout.eval import metrics
+from toolscout.eval import evaluate, load_dataset, metrics, sample_queries
 from toolscout.index.dense import load_encoder
 from toolscout.index.model_files import resolve_model
 from toolscout.index.text import dense_document

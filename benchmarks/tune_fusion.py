@@ -21,7 +21,7 @@ from pathlib import Path
 
 from toolscout.eval import load_dataset, sample_queries
 from toolscout.eval.runner import build_engine
-from toolscout.eval.tuning import RRF_K, Replay, coordinate_ascent, record, score
+from toolscout.eval.tuning import RRF_K, Replay, coordinate_ascent, engine_rankings, record, score
 from toolscout.search.settings import SIGNALS, SearchSettings
 
 log = logging.getLogger("tune_fusion")
@@ -39,15 +39,11 @@ def record_set(folder: Path, settings: SearchSettings, limit: int | None) -> tup
     engine, seconds = build_engine(recording, dataset, progress=lambda d, t: log.info("%s: embedded %d/%d", dataset.name, d, t))
     depth = max(recording.candidates, 4 * CUT)
 
-    def rankings(text: str, depth: int):
-        ranked = engine.rankings(text, depth=depth)
-        return {name: [t.id for t in tools] for name, tools in ranked.rankings.items()}, ranked.weight_scale
-
     def progress(done: int, total: int) -> None:
         if done == total or done % max(1, total // 5) == 0:
             log.info("%s: recorded %d/%d", dataset.name, done, total)
 
-    return dataset.name, record(rankings, queries, [s for s in SIGNALS if s in TUNED], depth, progress)
+    return dataset.name, record(engine_rankings(engine), queries, [s for s in SIGNALS if s in TUNED], depth, progress)
 
 
 def main() -> int:

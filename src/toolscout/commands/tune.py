@@ -12,7 +12,6 @@ import argparse
 import dataclasses
 import json
 import logging
-from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,7 @@ from toolscout.errors import ToolscoutError
 from toolscout.eval import build_engine, load_dataset, sample_queries
 from toolscout.eval.crossval import Fold, about_other_tools, examples_of, load_eval_examples, split_folds, without_overlap
 from toolscout.eval.datasets import Dataset, Query
-from toolscout.eval.tuning import RRF_K, Replay, Score, coordinate_ascent, record, score
+from toolscout.eval.tuning import RRF_K, Replay, Score, coordinate_ascent, engine_rankings, record, score
 from toolscout.learning.examples import Example
 from toolscout.search.settings import SIGNALS, SearchSettings
 
@@ -124,15 +123,11 @@ def _record_folds(
             engine, _ = build_engine(recording, dataset, examples=kept)
         signals = list(engine.rankings(fold[0].text, depth=1).rankings) if fold else []
 
-        def rankings(text: str, depth: int, engine=engine) -> tuple[dict[str, list[str]], Mapping[str, float]]:
-            ranked = engine.rankings(text, depth=depth)
-            return {name: [t.id for t in tools] for name, tools in ranked.rankings.items()}, ranked.weight_scale
-
         def progress(done: int, total: int, number: int = number) -> None:
             if done == total or done % max(1, total // 5) == 0:
                 logger.info("fold %d: recorded %d/%d", number, done, total)
 
-        replays.append(record(rankings, fold, [s for s in SIGNALS if s in signals], depth, progress))
+        replays.append(record(engine_rankings(engine), fold, [s for s in SIGNALS if s in signals], depth, progress))
     return replays
 
 

@@ -16,10 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from toolscout.eval.datasets import Query
+
+if TYPE_CHECKING:
+    from toolscout.search import ToolSearch
 
 __all__ = [
     "K_GRID",
@@ -30,6 +34,8 @@ __all__ = [
     "Replay",
     "Score",
     "coordinate_ascent",
+    "engine_rankings",
+    "fused_scores",
     "mean_score",
     "record",
     "score",
@@ -82,6 +88,16 @@ class Replay:
 Rankings = Callable[[str, int], tuple[Mapping[str, Sequence[str]], Mapping[str, float]]]
 
 
+def engine_rankings(engine: ToolSearch) -> Rankings:
+    """`engine`'s per-signal rankings (tool ids) and weight factors, in the form `record` asks for."""
+
+    def rankings(text: str, depth: int) -> tuple[dict[str, list[str]], Mapping[str, float]]:
+        ranked = engine.rankings(text, depth=depth)
+        return {name: [t.id for t in tools] for name, tools in ranked.rankings.items()}, ranked.weight_scale
+
+    return rankings
+
+
 def record(
     rankings: Rankings,
     queries: Sequence[Query],
@@ -129,12 +145,17 @@ class Score:
         return self.full_recall + self.mrr
 
 
+def fused_scores(replay: Replay, weights: Mapping[str, float], rrf_k: float) -> np.ndarray:
+    """[queries, candidates]: each candidate's weighted RRF score; 0 where no weighted signal ranked it."""
+    w = np.array([weights.get(name, 0.0) for name in replay.signals], dtype=np.float32)
+    return np.einsum("qsc,qs->qc", 1.0 / (np.float32(rrf_k) + replay.ranks), replay.scales * w)
+
+
 def score(replay: Replay, weights: Mapping[str, float], rrf_k: float, cut: int = 10) -> Score:
     """Full Recall@cut and MRR@cut of weighted RRF over the recorded ranks."""
-    w = np.array([weights.get(name, 0.0) for name in replay.signals], dtype=np.float32)
-    if not len(replay) or not w.any():
+    if not len(replay) or not any(weights.get(name, 0.0) for name in replay.signals):
         return Score(0.0, 0.0)
-    fused = np.einsum("qsc,qs->qc", 1.0 / (np.float32(rrf_k) + replay.ranks), replay.scales * w)
+    fused = fused_scores(replay, weights, rrf_k)
     cut = min(cut, fused.shape[1])
     top = np.argpartition(-fused, cut - 1, axis=1)[:, :cut]
     top_scores = np.take_along_axis(fused, top, axis=1)
