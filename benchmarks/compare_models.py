@@ -25,8 +25,8 @@ from toolscout.search.settings import SearchSettings, apply_weights_option
 log = logging.getLogger("compare_models")
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT.parent / "shared" / "bench"
-DEFAULT_SETS = [BENCH / "etom_mcp", BENCH / "toolbench_stb", BENCH / "toollens_train", ROOT / "benchmarks" / "data" / "bundled"]
-SLICES = {"etom_mcp": "level", "toolbench_stb": "group", "bundled": "category"}
+DEFAULT_SETS = [BENCH / "everyday", BENCH / "etom_mcp", BENCH / "toolbench_stb", BENCH / "toollens_train", ROOT / "benchmarks" / "data" / "bundled"]
+SLICES = {"etom_mcp": "level", "toolbench_stb": "group", "bundled": "category", "everyday": "source"}
 
 
 def main() -> int:

@@ -45,7 +45,7 @@ TOOLS_FILE = "tools.jsonl"
 QUERIES_FILE = "queries.jsonl"
 KINDS = ("single", "multi")
 # Query keys a run can be sliced by (`toolscout eval --by FIELD`).
-SLICE_FIELDS = ("level", "group", "category", "kind")
+SLICE_FIELDS = ("level", "group", "category", "kind", "source", "lang")
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,9 @@ class Query:
     level: int | None = None
     group: str | None = None
     category: str | None = None
+    # Where the request comes from and its language, where a set says (everyday does).
+    source: str | None = None
+    lang: str | None = None
 
     def __post_init__(self) -> None:
         if not self.relevant_groups:
@@ -199,6 +202,8 @@ def _query(row: Mapping[str, Any], where: str) -> Query:
         level=level,
         group=_optional_string(row, "group", where),
         category=_optional_string(row, "category", where),
+        source=_optional_string(row, "source", where),
+        lang=_optional_string(row, "lang", where),
     )
 
 

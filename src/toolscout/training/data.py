@@ -15,7 +15,7 @@ import json
 import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolscout.catalog import ToolRecord
@@ -23,7 +23,10 @@ from toolscout.errors import DatasetError
 from toolscout.eval.datasets import load_tools
 
 __all__ = [
+    "EVERYDAY_SOURCES",
     "LICENSED_SOURCES",
+    "TOOL_USE_FAMILY",
+    "TOOL_USE_SOURCES",
     "PAIRS_FILE",
     "TOOLS_FILE",
     "Pair",
@@ -31,14 +34,17 @@ __all__ = [
     "TrainingData",
     "balanced",
     "counts_by_source",
+    "family_of",
     "load_training_folder",
     "split_validation",
 ]
 
 PAIRS_FILE = "pairs.jsonl"
 TOOLS_FILE = "tools.jsonl"
-# Sources whose repositories state a licence (shared/train/SOURCE.md); the others are research-only.
-LICENSED_SOURCES = (
+# Sources whose licence puts no condition on a trained model (shared/train/SOURCE.md): MIT,
+# Apache-2.0, BSD, CC0, and CC BY (credited in the model card). CC BY-SA sources (sgd, xsid) and
+# sources with no stated licence are for experiments only: name them with --sources.
+TOOL_USE_SOURCES = (
     "metatool",
     "bfcl",
     "gorilla_hub",
@@ -49,6 +55,13 @@ LICENSED_SOURCES = (
     "toolalpaca",
     "restgpt",
 )
+# Requests people type to a phone or home assistant. Several of these sources have their own tool
+# for one need (weather, alarms, music), so each is batched on its own (toolscout.training.batches).
+EVERYDAY_SOURCES = ("clinc150", "hwu64", "snips", "ha_intents", "star", "thingpedia")
+LICENSED_SOURCES = TOOL_USE_SOURCES + EVERYDAY_SOURCES
+# The batch family of every tool-use source: API-style catalogs that name their providers, mixed
+# in one stream as the first models were.
+TOOL_USE_FAMILY = "tool-use"
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,7 @@ class Request:
     text: str
     tools: tuple[str, ...]
     source: str
+    lang: str = "en"
 
 
 @dataclass(frozen=True)
@@ -75,21 +89,43 @@ class TrainingData:
     tools: dict[str, ToolRecord]
     tool_source: dict[str, str]
     requests: tuple[Request, ...]
+    # Tool id -> the function it is: reworded versions of one tool (`variant_of`) share it, so
+    # neither is ever taught as wrong for the other's requests.
+    need: dict[str, str] = field(default_factory=dict)
+
+    def need_of(self, tool_id: str) -> str:
+        return self.need.get(tool_id, tool_id)
+
+    def serves(self, request: Request, tool_id: str) -> bool:
+        """Whether `tool_id` is, or is a version of, a tool the request names."""
+        need = self.need_of(tool_id)
+        return any(self.need_of(t) == need for t in request.tools)
 
 
-def load_training_folder(folder: Path, sources: Sequence[str]) -> TrainingData:
-    """Tools and requests of `sources` only; every id a request names must be a known tool."""
+def family_of(source: str) -> str:
+    """The batch family of a source: its own for everyday sources, one for all tool-use sources."""
+    return source if source in EVERYDAY_SOURCES else TOOL_USE_FAMILY
+
+
+def load_training_folder(folder: Path, sources: Sequence[str], *, english_only: bool = False) -> TrainingData:
+    """Tools and requests of `sources` only; every id a request names must be a known tool.
+
+    `english_only` drops requests whose `lang` (set by the multilingual sources) is not English.
+    """
     tools_path, pairs_path = folder / TOOLS_FILE, folder / PAIRS_FILE
     for path in (tools_path, pairs_path):
         if not path.is_file():
             raise DatasetError(f"training folder {folder} has no {path.name}; expected {TOOLS_FILE} and {PAIRS_FILE}")
     wanted = set(sources)
     tool_source: dict[str, str] = {}
+    need: dict[str, str] = {}
     with tools_path.open(encoding="utf-8") as lines:
         for line in lines:
             if line.strip():
                 row = json.loads(line)
                 tool_source[row["id"]] = row.get("source", "")
+                if row.get("variant_of"):
+                    need[row["id"]] = row["variant_of"]
     tools = {t.id: t for t in load_tools(tools_path) if tool_source.get(t.id) in wanted}
     requests: list[Request] = []
     with pairs_path.open(encoding="utf-8") as lines:
@@ -99,20 +135,38 @@ def load_training_folder(folder: Path, sources: Sequence[str]) -> TrainingData:
             row = json.loads(line)
             if row.get("source") not in wanted:
                 continue
-            ids = tuple(row["tools"])
-            missing = [i for i in ids if i not in tools]
+            lang = row.get("lang", "en")
+            if english_only and lang != "en":
+                continue
+            missing = [i for i in row["tools"] if i not in tool_source]
             if missing:
                 raise DatasetError(f"{pairs_path}:{number}: unknown tool id(s) {missing}")
-            requests.append(Request(text=row["query"].strip(), tools=ids, source=row["source"]))
-    return TrainingData(tools=tools, tool_source={i: tool_source[i] for i in tools}, requests=tuple(requests))
+            # A request found in two sources names a tool of each; keep the tools of sources read.
+            ids = tuple(i for i in row["tools"] if i in tools)
+            if not ids:
+                continue
+            requests.append(Request(text=row["query"].strip(), tools=ids, source=row["source"], lang=lang))
+    return TrainingData(
+        tools=tools,
+        tool_source={i: tool_source[i] for i in tools},
+        requests=tuple(requests),
+        need={i: n for i, n in need.items() if i in tools},
+    )
 
 
 def balanced(
-    requests: Iterable[Request], *, per_tool: int, tools_per_request: int, seed: int
+    requests: Iterable[Request],
+    *,
+    per_tool: int,
+    tools_per_request: int,
+    seed: int,
+    everyday_per_tool: int | None = None,
 ) -> list[tuple[Request, str]]:
     """(request, positive tool) pairs, at most `per_tool` per tool and `tools_per_request` per request.
 
-    Requests are visited in a seeded order, so which ones a cap keeps is reproducible.
+    Everyday tools may take `everyday_per_tool` instead: their requests are short and varied, and
+    the wording of people is what the model lacks most. Requests are visited in a seeded order, so
+    which ones a cap keeps is reproducible.
     """
     rng = random.Random(seed)
     order = list(requests)
@@ -122,7 +176,8 @@ def balanced(
     for request in order:
         tools = list(request.tools)
         rng.shuffle(tools)
-        kept = [t for t in tools if used[t] < per_tool][:tools_per_request]
+        cap = everyday_per_tool if everyday_per_tool is not None and request.source in EVERYDAY_SOURCES else per_tool
+        kept = [t for t in tools if used[t] < cap][:tools_per_request]
         for tool in kept:
             used[tool] += 1
             chosen.append((request, tool))

@@ -5,8 +5,13 @@ Everything a run needs is derived from its `TrainingPlan` and written under the 
 same data: call `train` again with the same plan and folder.
 
 Loss: MultipleNegativesRankingLoss over (request, tool, hard negative) triples, so every other
-tool of the batch is a negative too; the sampler keeps one request's twins (multi-tool requests)
-out of each other's batches, where they would be taught as wrong answers.
+tool of the batch is a negative too. Batches come from one family of sources with no tool or
+request twice (toolscout.training.batches): a request never meets another source's tool for the
+same need, nor its own tool's reworded version, as a wrong answer.
+
+The run trains on the CPU by default, or on a GPU (`device="cuda"`, bf16 autocast); a prepared run
+folder can be moved to a GPU machine and trained there without the training data or toolscout's
+search (preparing needs them, training reads the prepared files).
 """
 
 from __future__ import annotations
@@ -18,16 +23,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolscout.index.text import dense_document
+from toolscout.training.batches import family_batches
 from toolscout.training.data import (
     LICENSED_SOURCES,
     Pair,
+    TrainingData,
     balanced,
     counts_by_source,
+    family_of,
     load_training_folder,
     split_validation,
 )
-from toolscout.training.negatives import mine_negatives
 
 __all__ = [
     "CHECKPOINTS_DIR",
@@ -62,11 +68,16 @@ class TrainingPlan:
     # against 12 per tool and 360 steps, every fused dev-set figure was as good or better
     # (docs/benchmarks.md, "Tool-retrieval model").
     per_tool: int = 40
+    # Everyday requests are short and varied, and people's wording is what tool-use data lacks.
+    everyday_per_tool: int = 100
+    # MiniLM's vocabulary and pre-training are English; the multilingual sources' other languages
+    # are measured apart (docs/benchmarks.md) before they are let in.
+    english_only: bool = True
     tools_per_request: int = 3
     validation_fraction: float = 0.02
-    batch_size: int = 32
-    steps: int = 1000
-    learning_rate: float = 4e-5
+    batch_size: int = 64
+    steps: int = 2500
+    learning_rate: float = 5e-5
     warmup_ratio: float = 0.1
     # Tokens per text while training; tool documents are cut here (queries are far shorter).
     max_tokens: int = 96
@@ -78,7 +89,7 @@ class TrainingPlan:
     # steps): same dev-set figures within noise, about the same time per step
     # (docs/benchmarks.md, "Freezing, measured").
     frozen_layers: int = 2
-    save_every: int = 20
+    save_every: int = 100
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -93,6 +104,12 @@ class Triple:
     positive: str
     negative: str
     source: str
+    # What must not repeat in one batch: the request and the functions of both tools.
+    keys: tuple[str, ...] = ()
+
+    @property
+    def family(self) -> str:
+        return family_of(self.source)
 
 
 def prepare(plan: TrainingPlan, run_dir: Path) -> tuple[list[Triple], list[Triple]]:
@@ -106,9 +123,19 @@ def prepare(plan: TrainingPlan, run_dir: Path) -> tuple[list[Triple], list[Tripl
             )
         return _read_pairs(pairs_path), _read_pairs(validation_path)
     run_dir.mkdir(parents=True, exist_ok=True)
-    data = load_training_folder(Path(plan.data), plan.sources)
+    # toolscout's search and text fields: needed to prepare, not to train a prepared run
+    from toolscout.index.text import dense_document
+    from toolscout.training.negatives import mine_negatives
+
+    data = load_training_folder(Path(plan.data), plan.sources, english_only=plan.english_only)
     log.info("training data: %d tools, %d requests from %s", len(data.tools), len(data.requests), ", ".join(plan.sources))
-    chosen = balanced(data.requests, per_tool=plan.per_tool, tools_per_request=plan.tools_per_request, seed=plan.seed)
+    chosen = balanced(
+        data.requests,
+        per_tool=plan.per_tool,
+        tools_per_request=plan.tools_per_request,
+        seed=plan.seed,
+        everyday_per_tool=plan.everyday_per_tool,
+    )
     train_side, validation_side = split_validation(chosen, fraction=plan.validation_fraction, seed=plan.seed)
     log.info("mining hard negatives with toolscout's keyword search for %d pairs", len(chosen))
 
@@ -118,14 +145,14 @@ def prepare(plan: TrainingPlan, run_dir: Path) -> tuple[list[Triple], list[Tripl
     train = mine_negatives(train_side, data, seed=plan.seed, progress=report)
     validation = mine_negatives(validation_side, data, seed=plan.seed)
     texts = {tool_id: dense_document(tool) for tool_id, tool in data.tools.items()}
-    _write_pairs(pairs_path, train, texts)
-    _write_pairs(validation_path, validation, texts)
+    _write_pairs(pairs_path, train, texts, data)
+    _write_pairs(validation_path, validation, texts, data)
     plan_path.write_text(plan.to_json())
     log.info("pairs per source: %s", counts_by_source(train))
     return _read_pairs(pairs_path), _read_pairs(validation_path)
 
 
-def _write_pairs(path: Path, pairs: list[Pair], texts: dict[str, str]) -> None:
+def _write_pairs(path: Path, pairs: list[Pair], texts: dict[str, str], data: TrainingData) -> None:
     scratch = path.with_suffix(".tmp")
     with scratch.open("w", encoding="utf-8") as out:
         for pair in pairs:
@@ -135,6 +162,8 @@ def _write_pairs(path: Path, pairs: list[Pair], texts: dict[str, str]) -> None:
                 "negative": texts[pair.negative],
                 "positive_id": pair.positive,
                 "negative_id": pair.negative,
+                "positive_need": data.need_of(pair.positive),
+                "negative_need": data.need_of(pair.negative),
                 "source": pair.source,
             }
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -143,11 +172,19 @@ def _write_pairs(path: Path, pairs: list[Pair], texts: dict[str, str]) -> None:
 
 def _read_pairs(path: Path) -> list[Triple]:
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [Triple(r["query"], r["positive"], r["negative"], r["source"]) for r in rows]
+    return [
+        Triple(r["query"], r["positive"], r["negative"], r["source"],
+               keys=(r["query"], r["positive_need"], r["negative_need"]))
+        for r in rows
+    ]
 
 
-def train(plan: TrainingPlan, run_dir: Path) -> Path:
-    """Fine-tune, resuming from the newest checkpoint in `run_dir`; returns the model folder."""
+def train(plan: TrainingPlan, run_dir: Path, *, device: str = "cpu", base_folder: Path | None = None) -> Path:
+    """Fine-tune, resuming from the newest checkpoint in `run_dir`; returns the model folder.
+
+    `base_folder` replaces the plan's base model by a copy of its files (a GPU machine without the
+    base model's package gets them this way).
+    """
     from toolscout.training.extra import require_training_extra
 
     require_training_extra()
@@ -162,9 +199,12 @@ def train(plan: TrainingPlan, run_dir: Path) -> Path:
     torch.manual_seed(plan.seed)
     train_pairs, validation_pairs = prepare(plan, run_dir)
     model_dir = run_dir / MODEL_DIR
-    base = resolve_model(plan.base_model)
-    assert base is not None, "a base model is required"
-    model = SentenceTransformer(str(base.folder), device="cpu")
+    if base_folder is None:
+        base = resolve_model(plan.base_model)
+        assert base is not None, "a base model is required"
+        base_folder = base.folder
+    # Float32 master weights whatever the base files hold (a float16 copy travels lighter).
+    model = SentenceTransformer(str(base_folder), device=device).float()
     model.max_seq_length = plan.max_tokens
     inner = _transformer(model)
     if plan.freeze_word_embeddings:
@@ -188,16 +228,19 @@ def train(plan: TrainingPlan, run_dir: Path) -> Path:
         warmup_ratio=plan.warmup_ratio,
         seed=plan.seed,
         data_seed=plan.seed,
-        batch_sampler="no_duplicates",
-        dataloader_drop_last=True,
+        batch_sampler=family_batches(
+            ([p.family for p in train_pairs], [p.keys for p in train_pairs]),
+            ([p.family for p in validation_pairs], [p.keys for p in validation_pairs]),
+        ),
         save_strategy="steps",
         save_steps=plan.save_every,
         save_total_limit=2,
         eval_strategy="steps",
-        eval_steps=120,
-        logging_steps=5,
+        eval_steps=150,
+        logging_steps=10,
         report_to="none",
-        use_cpu=True,
+        use_cpu=device == "cpu",
+        bf16=device == "cuda",
         disable_tqdm=False,
     )
     trainer = SentenceTransformerTrainer(
@@ -206,7 +249,7 @@ def train(plan: TrainingPlan, run_dir: Path) -> Path:
         train_dataset=columns(train_pairs),
         eval_dataset=columns(validation_pairs),
         loss=MultipleNegativesRankingLoss(model),
-        callbacks=[_thread_callback()],
+        callbacks=[_thread_callback()] if device == "cpu" else [],
     )
     checkpoints = sorted((run_dir / CHECKPOINTS_DIR).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
     resume = str(checkpoints[-1]) if checkpoints else None

@@ -1,7 +1,8 @@
 """Hard negatives mined by toolscout's own keyword search: the tools it confuses with the right one.
 
 Each request is searched in its own source's catalog (the tools it was written against), and one of
-the best-ranked tools that does not serve it becomes its negative. Choosing among the first few
+the best-ranked tools that does not serve it becomes its negative (a reworded version of a tool
+that serves it, `variant_of`, serves it too). Choosing among the first few
 rather than always the first keeps one near-duplicate tool (often an unlabelled right answer) from
 being taught as wrong for every request.
 """
@@ -45,11 +46,11 @@ def mine_negatives(
             engine.index([data.tools[i] for i in by_source[request.source]])
             engines[request.source] = engine
         hits = engine.search(request.text, limit=_DEPTH).hits
-        wrong = [hit.tool.id for hit in hits if hit.tool.id not in request.tools]
+        wrong = [hit.tool.id for hit in hits if not data.serves(request, hit.tool.id)]
         if wrong:
             negative = rng.choice(wrong[:_CHOOSE_AMONG])
         else:  # nothing ranked: any other tool of the same catalog
-            negative = rng.choice([t for t in by_source[request.source] if t not in request.tools])
+            negative = rng.choice([t for t in by_source[request.source] if not data.serves(request, t)])
         mined.append(Pair(request.text, positive, negative, request.source))
         if progress is not None and (done % 500 == 0 or done == len(pairs)):
             progress(done, len(pairs))
