@@ -49,6 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"at most this many requests per tool (default {shipped.per_tool})")
     parser.add_argument("--seed", type=int, default=shipped.seed,
                         help=f"seed of sampling, mining and training (default {shipped.seed})")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                        help="where to train (default cpu; cuda trains in bf16 on a GPU)")
     parser.add_argument("--export", type=Path, metavar="DIR",
                         help="also write the runtime files (model.onnx, tokenizer, card) into DIR")
     parser.set_defaults(handler=run)
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     try:
-        model_dir = train(plan, args.out)
+        model_dir = train(plan, args.out, device=args.device)
         if args.export is not None:
             package_model(args.out, model_dir, args.export)
     except (ToolscoutError, ValueError) as exc:
