@@ -13,7 +13,8 @@ from support.registries import failing_server, python_server, write_registry
 from support.gateway_session import gateway_session, text_of
 
 from toolscout.cli import build_parser, main
-from toolscout.commands._gateway import command_options, load_specs
+from toolscout.app import load_specs
+from toolscout.commands._gateway import command_options
 
 
 @pytest.fixture(scope="module")

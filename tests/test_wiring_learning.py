@@ -13,14 +13,16 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from support.gateway_session import app_config
 from support.registries import fast_search_settings, write_registry
 from mcp import Client, StdioServerParameters
 from support.serve_process import serve_command, served_over_http
 from support.wiring import NOTE, SEND, catalog_where, echoed, ids, scripted
 
+from toolscout.app import App, LearningOptions
 from toolscout.cli import main
 from toolscout.gateway import Gateway
-from toolscout.learning import ExpansionCache, UsageStore, UsageTracker
+from toolscout.learning import ExpansionCache, UsageStore
 from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch
 from toolscout.serving.learning_hooks import Learning, LearningSources, SamplingExpansion
@@ -51,14 +53,14 @@ async def test_overlay_phrases_and_example_files_make_tools_findable_in_the_user
     overlay.write_text(json.dumps({"version": 1, "tools": {"office__send_*": {"phrases": [OVERLAY_PHRASE]}}}))
     examples = tmp_path / "examples.jsonl"
     examples.write_text(json.dumps({"query": EXAMPLE_QUERY, "tools": ["office__read_note"]}) + "\n")
-    plain = gateway_over(registry, LearningSources())
-    learned = gateway_over(registry, LearningSources.load([overlay], [examples]))
+    plain = App(app_config(registry, learning=LearningOptions()))
+    learned = App(app_config(registry, learning=LearningOptions(overlays=(overlay,), examples=(examples,))))
     with anyio.fail_after(30):
         async with plain, learned:
-            await plain.ready(20)
-            await learned.ready(20)
-            async with Client(build_server(plain), mode="legacy") as before, \
-                    Client(build_server(learned), mode="legacy") as after:
+            await plain.gateway.ready(20)
+            await learned.gateway.ready(20)
+            async with Client(plain.server, mode="legacy") as before, \
+                    Client(learned.server, mode="legacy") as after:
                 without = [ids(await before.call_tool("search_tools", {"query": q})) for q in (OVERLAY_PHRASE, EXAMPLE_QUERY)]
                 with_ = [ids(await after.call_tool("search_tools", {"query": q})) for q in (OVERLAY_PHRASE, EXAMPLE_QUERY)]
     assert without == [[], []]
@@ -83,24 +85,23 @@ def test_search_reads_the_overlay_kept_next_to_its_registry_and_reports_a_broken
 
 async def test_a_search_followed_by_a_successful_execution_is_learned_and_used_at_the_next_build(tmp_path: Path) -> None:
     registry = office_registry(tmp_path)
-    store = UsageStore(tmp_path / "usage.sqlite3")
-    sources = LearningSources(usage=store)
-    gateway = gateway_over(registry, sources)
     query = "email the weekly status report to the team"
     with anyio.fail_after(30):
-        async with gateway:
-            await gateway.ready(20)
-            async with Learning(gateway, tracker=UsageTracker(store)) as learning:
-                async with Client(build_server(gateway, observers=learning.observers), mode="legacy") as client:
-                    found = ids(await client.call_tool("search_tools", {"query": query}))
-                    # Not learned: a failed call, and a tool this search did not return.
-                    await client.call_tool("execute_tool", {"name": "office__send_report", "arguments": {}})
-                    await client.call_tool("execute_tool", {"name": "office__plan_trip", "arguments": {"city": "Oslo"}})
-                    ran = await client.call_tool("execute_tool", {"name": "office__send_report", "arguments": {"to": "a"}})
+        # As `serve` without --no-learn: usage is recorded in the (test's own) data directory.
+        config = app_config(registry, learning=LearningOptions(record=True))
+        async with App(config) as app:
+            await app.gateway.ready(20)
+            async with Client(app.server, mode="legacy") as client:
+                found = ids(await client.call_tool("search_tools", {"query": query}))
+                # Not learned: a failed call, and a tool this search did not return.
+                await client.call_tool("execute_tool", {"name": "office__send_report", "arguments": {}})
+                await client.call_tool("execute_tool", {"name": "office__plan_trip", "arguments": {"city": "Oslo"}})
+                ran = await client.call_tool("execute_tool", {"name": "office__send_report", "arguments": {"to": "a"}})
+        # Leaving the app wrote what was pending.
+        with UsageStore() as store:
             learned = [(entry.query, entry.tool_id) for entry in store.entries()]
-            gateway.rescreen()
-            catalog = await catalog_where(gateway, lambda c: c.by_id["office__send_report"].expansion)
-    store.close()
+        async with App(config) as app:  # the next build uses it
+            catalog = await catalog_where(app.gateway, lambda c: "office__send_report" in c.by_id)
     assert "office__plan_trip" not in found
     assert echoed(ran)["tool"] == "send_report"
     assert learned == [(query, "office__send_report")]

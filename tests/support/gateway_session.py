@@ -1,4 +1,5 @@
-"""Helpers for the reliability tests: a gateway over a registry with an MCP client session on it."""
+"""Helpers for the reliability tests: toolscout as `serve` assembles it, over a registry, with an MCP
+client session on it."""
 
 from __future__ import annotations
 
@@ -12,22 +13,25 @@ import mcp_types as types
 from support.registries import fast_search_settings
 from mcp import Client
 
+from toolscout.app import App, AppConfig
 from toolscout.catalog import Catalog
 from toolscout.gateway import Gateway, GatewayOptions
-from toolscout.registry.loading import load_registries
-from toolscout.search import ToolSearch
-from toolscout.serving.server import build_server
+
+
+def app_config(registry: Path, **config: Any) -> AppConfig:
+    """The configuration tests run toolscout with: `registry`, keyword signals only (no model to
+    load), and `config`'s other fields of `AppConfig`."""
+    return AppConfig(registries=(registry,), search=fast_search_settings(), **config)
 
 
 @asynccontextmanager
 async def gateway_session(registry: Path, **options: Any) -> AsyncIterator[tuple[Gateway, Client]]:
-    """A started gateway (every upstream settled) and a client session on its MCP server;
-    `options` are those of `GatewayOptions`."""
-    gateway_options = GatewayOptions(**options)
-    async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), gateway_options) as gateway:
-        await gateway.ready(30)
-        async with Client(build_server(gateway), mode="legacy") as client:
-            yield gateway, client
+    """toolscout as `serve` builds it, every upstream settled, and a client session on its MCP
+    server; `options` are those of `GatewayOptions`."""
+    async with App(app_config(registry, gateway=GatewayOptions(**options))) as app:
+        await app.gateway.ready(30)
+        async with Client(app.server, mode="legacy") as client:
+            yield app.gateway, client
 
 
 async def wait_until_serving(gateway: Gateway, client: Client, tool_id: str, arguments: dict[str, Any]) -> None:

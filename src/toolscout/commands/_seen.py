@@ -1,10 +1,10 @@
 """How `search` and `tools` answer from the catalog last seen instead of starting every upstream.
 
 `cached(...)` is the catalog a gateway last saw over these registries (None with `--refresh`, or
-when there is none yet: the command connects, and `remember(...)` keeps what it saw). `index_seen`
+when there is none yet: the command connects, and `toolscout.app.remember(...)` keeps what it saw). `index_seen`
 screens, enriches and indexes it with the `CatalogIndexer` a gateway uses, without upstreams (nor
-the MCP SDK), so the answer is the one `serve` gives over the same tools. `serve` keeps the file current with
-`keep_current`.
+the MCP SDK), so the answer is the one `serve` gives over the same tools. `serve` keeps the file
+current (`toolscout.app.keep_current`).
 """
 
 from __future__ import annotations
@@ -18,16 +18,15 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.to_thread
 
-from toolscout.upstream.catalog_cache import SeenCatalog, describe_age, load_catalog, save_catalog
+from toolscout.upstream.catalog_cache import SeenCatalog, describe_age, load_catalog
 
 if TYPE_CHECKING:
-    from toolscout.catalog import Catalog
-    from toolscout.commands._gateway import CommandOptions
-    from toolscout.gateway import CatalogIndexer, CatalogListener, Gateway, SummaryScreen
+    from toolscout.app import AppConfig
+    from toolscout.gateway import CatalogIndexer, SummaryScreen
     from toolscout.registry.loading import ServerSpec
     from toolscout.upstream.status import UpstreamStatus
 
-__all__ = ["add_refresh_option", "cached", "index_seen", "keep_current", "remember", "screened_statuses"]
+__all__ = ["add_refresh_option", "cached", "index_seen", "screened_statuses"]
 
 
 def add_refresh_option(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +37,7 @@ def add_refresh_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def cached(command: str, refresh: bool, options: CommandOptions, specs: Sequence[ServerSpec]) -> SeenCatalog | None:
+def cached(command: str, refresh: bool, options: AppConfig, specs: Sequence[ServerSpec]) -> SeenCatalog | None:
     """The catalog last seen over the command's registries, saying on stderr how old it is."""
     if refresh:
         return None
@@ -56,20 +55,6 @@ def cached(command: str, refresh: bool, options: CommandOptions, specs: Sequence
             file=sys.stderr,
         )
     return seen
-
-
-def remember(gateway: Gateway, options: CommandOptions, specs: Sequence[ServerSpec]) -> None:
-    """Keep what `gateway` sees now for the next command."""
-    save_catalog(options.registry_paths(), specs, gateway.listed(), gateway.statuses(screened=False))
-
-
-def keep_current(gateway: Gateway, options: CommandOptions, specs: Sequence[ServerSpec]) -> CatalogListener:
-    """A catalog listener that keeps the cached catalog current while a gateway serves."""
-
-    async def on_catalog(_catalog: Catalog) -> None:
-        await anyio.to_thread.run_sync(remember, gateway, options, specs)
-
-    return on_catalog
 
 
 async def index_seen(indexer: CatalogIndexer, seen: SeenCatalog) -> None:

@@ -24,7 +24,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from toolscout.commands._gateway import add_registry_options, command_options, fail, load_specs, open_gateway
+from toolscout.commands._gateway import add_registry_options, command_options, fail
 from toolscout.errors import ToolscoutError
 from toolscout.security.hidden import terminal_safe
 from toolscout.security.pinning import PATH_ENV, PendingChange, PinStore, record_from_definition
@@ -152,6 +152,8 @@ def _refresh(args: argparse.Namespace, store: PinStore) -> None:
     import anyio
 
     async def listing() -> None:
+        from toolscout.app import load_specs, open_gateway
+
         options = command_options(args)
         async with open_gateway(options, load_specs(options)) as gateway:
             await gateway.ready(options.gateway.start_timeout + 5)
@@ -195,6 +197,8 @@ def _live_listing(args: argparse.Namespace) -> tuple[dict[str, set[str]], dict[s
     from toolscout.upstream.status import State
 
     async def listing() -> tuple[dict[str, set[str]], dict[str, str]]:
+        from toolscout.app import load_specs, open_gateway
+
         options = command_options(args)
         async with open_gateway(options, load_specs(options)) as gateway:
             await gateway.ready(options.gateway.start_timeout + 5)

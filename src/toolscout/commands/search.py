@@ -13,22 +13,21 @@ import logging
 
 import anyio
 
+from typing import TYPE_CHECKING
+
 from toolscout.commands._gateway import (
-    CommandOptions,
-    GatewayHooks,
     add_learning_options,
     add_registry_options,
     add_search_options,
     add_security_options,
-    catalog_indexer,
     command_options,
     fail,
-    gateway_hooks,
-    load_specs,
-    open_gateway,
 )
-from toolscout.commands._seen import add_refresh_option, cached, index_seen, remember
+from toolscout.commands._seen import add_refresh_option, cached, index_seen
 from toolscout.errors import ConfigError
+
+if TYPE_CHECKING:
+    from toolscout.app import AppConfig, GatewayHooks
 
 __all__ = ["register", "run"]
 
@@ -60,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
         return fail("search", "the query is empty; describe the task in a few words")
     if not 1 <= args.k <= 50:
         return fail("search", "-k must be from 1 to 50")
+    # Imported when the command runs: the engine comes with it, not with the parser.
+    from toolscout.app import gateway_hooks, load_specs
+
     options = command_options(args, search=True, security=True, learning=True)
     try:
         specs = load_specs(options)
@@ -74,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         hooks.close()
 
 
-async def _search(args: argparse.Namespace, options: CommandOptions, specs: list, hooks: GatewayHooks) -> int:
+async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hooks: GatewayHooks) -> int:
+    from toolscout.app import catalog_indexer, open_gateway, remember
     from toolscout.serving.describe import search_entry
 
     known = {spec.name for spec in specs}

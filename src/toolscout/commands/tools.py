@@ -22,24 +22,14 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from toolscout.commands._gateway import (
-    CommandOptions,
-    GatewayHooks,
-    add_registry_options,
-    add_security_options,
-    catalog_indexer,
-    command_options,
-    fail,
-    gateway_hooks,
-    load_specs,
-    open_gateway,
-)
-from toolscout.commands._seen import add_refresh_option, cached, remember, screened_statuses
+from toolscout.commands._gateway import add_registry_options, add_security_options, command_options, fail
+from toolscout.commands._seen import add_refresh_option, cached, screened_statuses
 from toolscout.errors import ConfigError
 from toolscout.upstream.published import running_gateways
 from toolscout.wording import plural
 
 if TYPE_CHECKING:
+    from toolscout.app import AppConfig, GatewayHooks
     from toolscout.catalog import Catalog
     from toolscout.upstream.status import UpstreamStatus
 
@@ -68,6 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported when the command runs: the engine comes with it, not with the parser.
+    from toolscout.app import gateway_hooks, load_specs
+
     options = command_options(args, security=True)
     try:
         specs = load_specs(options)
@@ -109,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _flagged(options: CommandOptions, specs: list) -> list[dict]:
+async def _flagged(options: AppConfig, specs: list) -> list[dict]:
+    from toolscout.app import open_gateway
     from toolscout.security.screens import PoisoningScreen, flagged_tools
 
     # Scans every listed tool, withheld or not: no screens, and nothing is pinned by looking.
@@ -140,7 +134,9 @@ def _print_flagged(rows: list[dict], as_json: bool) -> int:
     return 0
 
 
-async def _collect(args: argparse.Namespace, options: CommandOptions, specs: list, hooks: GatewayHooks) -> list[dict]:
+async def _collect(args: argparse.Namespace, options: AppConfig, specs: list, hooks: GatewayHooks) -> list[dict]:
+    from toolscout.app import catalog_indexer, open_gateway, remember
+
     seen = cached("tools", args.refresh, options, specs)
     if seen is not None:
         indexer = catalog_indexer(options, hooks)

@@ -3,7 +3,13 @@ shows these, and `toolscout search` over a cached catalog never connects)."""
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_CALL_TIMEOUT", "DEFAULT_MAX_RESTARTS", "DEFAULT_START_TIMEOUT", "STABLE_UPTIME"]
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_MAX_RESTARTS",
+    "DEFAULT_READY_WAIT",
+    "DEFAULT_START_TIMEOUT",
+    "STABLE_UPTIME",
+]
 
 DEFAULT_START_TIMEOUT = 30.0
 # Below the 60 s after which hosts give up on a tool call, so the agent gets our clear error first.
@@ -12,3 +18,6 @@ DEFAULT_CALL_TIMEOUT = 45.0
 # the upstream is restarted almost at once instead of after the base delay.
 STABLE_UPTIME = 10.0
 DEFAULT_MAX_RESTARTS = 5
+# How long `serve` waits for upstreams before a client's first `initialize` is answered, so that the
+# instructions it gets describe them; later ones still join (clients are told with tools/list_changed).
+DEFAULT_READY_WAIT = 10.0

@@ -1,0 +1,379 @@
+"""Where toolscout is assembled: one typed configuration, and the application built from it.
+
+    config = AppConfig(registries=(path,), pins=PinOptions(), learning=LearningOptions(record=True))
+    async with App(config) as app:          # gateway, learning, pin following, status publishing
+        await app.serve()                   # or, in process: Client(app.server)
+
+`AppConfig` is made once: from the command line by `toolscout.commands._gateway.command_options`,
+or by a test. `App` owns everything `toolscout serve` runs, in the order it must start and stop:
+the gateway over the registries' upstreams (with the screens and learning sources the options
+ask for), the cached catalog `toolscout search` and `tools` answer from, learning from use and
+the sampling expansion, following the pin file for approvals, publishing upstream statuses for
+`toolscout tools --running`, and the MCP server. Tests build the same `App` that `serve` does.
+
+The commands that take one snapshot of the upstreams (`search --refresh`, `tools`, `approve`)
+open a bare gateway with `open_gateway`, or index a cached catalog with `catalog_indexer`, from
+the same configuration and the same hooks.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+
+from toolscout.gateway import GatewayOptions
+from toolscout.upstream.defaults import DEFAULT_READY_WAIT
+
+if TYPE_CHECKING:
+    from toolscout.catalog import Catalog
+    from toolscout.gateway import CatalogIndexer, CatalogListener, Gateway, SummaryScreen, ToolScreen
+    from toolscout.learning.sources import LearningSources
+    from toolscout.registry.loading import ServerSpec
+    from toolscout.search import ToolSearch
+    from toolscout.search.settings import SearchSettings
+    from toolscout.security.screens import PinScreen
+
+__all__ = [
+    "App",
+    "AppConfig",
+    "GatewayHooks",
+    "LearningOptions",
+    "PinOptions",
+    "ServingOptions",
+    "catalog_indexer",
+    "gateway_hooks",
+    "keep_current",
+    "load_specs",
+    "open_gateway",
+    "remember",
+    "search_engine",
+    "search_settings",
+]
+
+logger = logging.getLogger(__name__)
+_Store = TypeVar("_Store")
+
+
+@dataclass(frozen=True)
+class PinOptions:
+    """--pins and --strict-pins."""
+
+    # None: $TOOLSCOUT_PINS or the user state directory.
+    path: Path | None = None
+    strict: bool = False
+
+
+@dataclass(frozen=True)
+class LearningOptions:
+    """--overlay and --examples (overlays next to each registry are read as well); what `serve`
+    learns while it runs (without --no-learn, with --expand)."""
+
+    overlays: tuple[Path, ...] = ()
+    examples: tuple[Path, ...] = ()
+    # Usage will be recorded (the store is created); otherwise an existing store is only read.
+    record: bool = False
+    # The client's model writes phrases (the cache is created); otherwise an existing cache is only read.
+    expand: bool = False
+
+
+@dataclass(frozen=True)
+class ServingOptions:
+    """How `serve` is reached: stdio, or streamable HTTP with its guards."""
+
+    transport: str = "stdio"
+    host: str = "127.0.0.1"
+    port: int = 8765
+    auth_token: str | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    ready_wait: float = DEFAULT_READY_WAIT
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    """Everything toolscout runs with, read from a command's arguments once."""
+
+    gateway: GatewayOptions = GatewayOptions()
+    # The registries named on the command line; none: the bundled one.
+    registries: tuple[Path, ...] = ()
+    model: str | None = None
+    weights: str | None = None
+    # The engine's settings given whole (tests search with keyword signals only); None: the
+    # defaults with `model` and `weights`.
+    search: SearchSettings | None = None
+    # None: nothing is screened by pins.
+    pins: PinOptions | None = None
+    # False: the poisoning scan withholds the tools it flags.
+    allow_flagged: bool = True
+    # None: no learning source is read.
+    learning: LearningOptions | None = None
+    serving: ServingOptions = field(default_factory=ServingOptions)
+
+    def registry_paths(self) -> list[Path]:
+        from toolscout.registry.loading import default_registry_path
+
+        return list(self.registries) or [default_registry_path()]
+
+
+@dataclass
+class GatewayHooks:
+    """The security screens and learning sources a gateway runs with."""
+
+    screens: list[ToolScreen] = field(default_factory=list)
+    summary_screen: SummaryScreen | None = None
+    sources: LearningSources | None = None
+    # Follows the pin state file while serving, so approvals take effect without a restart.
+    pins: PinScreen | None = None
+
+    def close(self) -> None:
+        if self.sources is not None:
+            self.sources.close()
+
+
+def gateway_hooks(config: AppConfig) -> GatewayHooks:
+    """Screens and learning sources from the configuration; ConfigError if a file is unusable.
+
+    It reads and validates their files before anything connects, so a mistake is a clear error at start.
+    """
+    from toolscout.security.pinning import PinStore
+    from toolscout.security.screens import PinScreen, PoisoningScreen
+
+    hooks = GatewayHooks()
+    if config.pins is not None:
+        store = PinStore(config.pins.path, strict=config.pins.strict)
+        store.pending()  # reads the state file now: an unreadable one stops the command here
+        hooks.pins = PinScreen(store)
+        hooks.screens.append(hooks.pins)
+    if not config.allow_flagged:
+        poisoning = PoisoningScreen()
+        hooks.screens.append(poisoning)
+        hooks.summary_screen = poisoning.summary_reason
+    if config.learning is not None:
+        hooks.sources = _learning_sources(config, config.learning)
+    return hooks
+
+
+def _learning_sources(config: AppConfig, learning: LearningOptions) -> LearningSources:
+    from toolscout.learning import ExpansionCache, UsageStore, discover_overlays
+    from toolscout.learning.expansion_cache import default_expansions_path
+    from toolscout.learning.sources import LearningSources
+    from toolscout.learning.usage import default_usage_path
+
+    overlays = [*discover_overlays(config.registry_paths()), *learning.overlays]
+    usage = _open_store(UsageStore, "learning from use") if learning.record or default_usage_path().exists() else None
+    cache = (
+        _open_store(ExpansionCache, "generated phrases")
+        if learning.expand or default_expansions_path().exists() else None
+    )
+    try:
+        return LearningSources.load(overlays, list(learning.examples), usage=usage, cache=cache)
+    except BaseException:
+        for store in (usage, cache):
+            if store is not None:
+                store.close()
+        raise
+
+
+def _open_store(kind: type[_Store], what: str) -> _Store | None:
+    """A learning store at its default place, or None (logged): learning never stops the gateway."""
+    from toolscout.errors import ConfigError
+
+    try:
+        return kind()
+    except ConfigError as exc:
+        logger.warning("%s is off: %s", what, exc)
+        return None
+
+
+def search_settings(config: AppConfig) -> SearchSettings:
+    """The engine defaults with --model and --weights; ConfigError if an option is unusable."""
+    from toolscout.errors import ConfigError
+    from toolscout.search.settings import SearchSettings, apply_weights_option
+
+    if config.search is not None:
+        return config.search
+    settings = SearchSettings(model=config.model) if config.model else SearchSettings()
+    if config.weights:
+        try:
+            settings = apply_weights_option(settings, config.weights)
+        except ValueError as exc:
+            raise ConfigError(f"--weights: {exc}") from exc
+    return settings
+
+
+def load_specs(config: AppConfig) -> list[ServerSpec]:
+    """The configured registries, or the bundled default; ConfigError if unusable."""
+    from toolscout.registry.loading import load_registries
+    from toolscout.secrets import redact_logs
+
+    specs = load_registries(config.registry_paths())
+    redact_logs(secret for spec in specs for secret in spec.secrets)
+    return specs
+
+
+def search_engine(config: AppConfig) -> ToolSearch:
+    """The search engine a gateway (or catalog indexer) indexes into."""
+    from toolscout.search import ToolSearch
+
+    return ToolSearch(search_settings(config))
+
+
+def open_gateway(config: AppConfig, specs: Sequence[ServerSpec], *, hooks: GatewayHooks | None = None) -> Gateway:
+    """A gateway over `specs`; without `hooks` it screens nothing and learns nothing."""
+    from toolscout.gateway import Gateway
+
+    hooks = hooks or GatewayHooks()
+    return Gateway(
+        specs,
+        search_engine(config),
+        config.gateway,
+        screens=hooks.screens,
+        summary_screen=hooks.summary_screen,
+        enrich=hooks.sources,
+    )
+
+
+def catalog_indexer(config: AppConfig, hooks: GatewayHooks) -> CatalogIndexer:
+    """What `open_gateway(config, specs, hooks=hooks)` would screen, enrich and index with, without
+    its upstreams (nor the MCP SDK): for a catalog listed before (`toolscout.commands._seen`)."""
+    from toolscout.gateway import CatalogIndexer
+
+    return CatalogIndexer(search_engine(config), screens=hooks.screens, enrich=hooks.sources)
+
+
+def remember(gateway: Gateway, config: AppConfig, specs: Sequence[ServerSpec]) -> None:
+    """Keep what `gateway` sees now for the next `toolscout search` or `tools`."""
+    from toolscout.upstream.catalog_cache import save_catalog
+
+    save_catalog(config.registry_paths(), specs, gateway.listed(), gateway.statuses(screened=False))
+
+
+def keep_current(gateway: Gateway, config: AppConfig, specs: Sequence[ServerSpec]) -> CatalogListener:
+    """A catalog listener that keeps the cached catalog current while a gateway serves."""
+
+    async def on_catalog(_catalog: Catalog) -> None:
+        await anyio.to_thread.run_sync(remember, gateway, config, specs)
+
+    return on_catalog
+
+
+class App:
+    """toolscout as `serve` runs it, built from one `AppConfig`.
+
+    Entering reads the registries and the security and learning files (ConfigError if one is
+    unusable), starts the upstreams and the background work, and builds the MCP server
+    (`server`); leaving stops them in reverse order. `serve()` serves the configured transport.
+    `specs`: the upstreams, when a caller has them already; None: read from the registries.
+    """
+
+    def __init__(self, config: AppConfig, *, specs: Sequence[ServerSpec] | None = None) -> None:
+        self.config = config
+        self._specs = None if specs is None else list(specs)
+        self._hooks: GatewayHooks | None = None
+        self._gateway: Gateway | None = None
+        self._server: Any = None
+        self._stack: Any = None
+
+    @property
+    def gateway(self) -> Gateway:
+        assert self._gateway is not None, "enter the App first"
+        return self._gateway
+
+    @property
+    def server(self) -> Any:
+        """The SDK `Server` clients talk to (in process: `mcp.Client(app.server)`)."""
+        assert self._server is not None, "enter the App first"
+        return self._server
+
+    async def __aenter__(self) -> App:
+        from contextlib import AsyncExitStack
+
+        async with AsyncExitStack() as stack:
+            specs = self._specs if self._specs is not None else load_specs(self.config)
+            self._hooks = hooks = gateway_hooks(self.config)
+            stack.callback(hooks.close)
+            await self._start(stack, specs, hooks)
+            self._stack = stack.pop_all()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        stack, self._stack = self._stack, None
+        return await stack.__aexit__(exc_type, exc, tb)
+
+    async def _start(self, stack: Any, specs: list[ServerSpec], hooks: GatewayHooks) -> None:
+        from toolscout.learning import UsageTracker
+        from toolscout.serving.learning_hooks import Learning, SamplingExpansion
+        from toolscout.serving.server import build_server
+        from toolscout.upstream.published import publish_statuses
+
+        config, sources = self.config, hooks.sources
+        learning_options = config.learning or LearningOptions()
+        self._gateway = gateway = await stack.enter_async_context(open_gateway(config, specs, hooks=hooks))
+        # So that `toolscout search` and `toolscout tools` answer from what this gateway sees.
+        gateway.add_listener(keep_current(gateway, config, specs))
+        tracker = UsageTracker(sources.usage, enabled=learning_options.record) if sources else None
+        expansion = (
+            SamplingExpansion(gateway, sources.cache)
+            if learning_options.expand and sources and sources.cache else None
+        )
+        learning = await stack.enter_async_context(Learning(gateway, tracker=tracker, expansion=expansion))
+        background = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(background.cancel_scope.cancel)
+        if hooks.pins is not None:
+            background.start_soon(hooks.pins.follow_approvals, gateway.rescreen)
+        # So that `toolscout tools` can show restarts and give-ups only this process knows of.
+        background.start_soon(
+            publish_statuses, lambda: gateway.statuses(screened=False), config.registry_paths(),
+            config.serving.transport,
+        )
+        self._server = build_server(gateway, observers=learning.observers)
+        learning.install(self._server)
+
+    async def serve(self) -> None:
+        """Serve the MCP server on the configured transport until the client leaves (stdio) or
+        the process is stopped (HTTP)."""
+        serving, gateway = self.config.serving, self.gateway
+        if not await gateway.ready(serving.ready_wait):
+            logger.info("serving while some upstreams are still starting; they join when ready")
+        if serving.transport == "stdio":
+            from mcp.server.stdio import stdio_server
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_stop_on_signal, gateway)
+                async with stdio_server() as (read, write):
+                    await self.server.run(read, write, self.server.create_initialization_options())
+                tg.cancel_scope.cancel()
+        else:
+            from toolscout.serving.http import serve_http
+
+            await serve_http(
+                self.server, host=serving.host, port=serving.port, auth_token=serving.auth_token,
+                allowed_hosts=serving.allowed_hosts, allowed_origins=serving.allowed_origins,
+            )
+
+
+async def _stop_on_signal(gateway: Gateway) -> None:
+    """On SIGTERM/SIGINT, shut the upstreams down properly, then exit.
+
+    (A host normally closes our stdin first, which ends serving the ordinary way.) The SDK reads
+    stdin in a worker thread that nothing can interrupt, so cancelling would wait for the next
+    line forever: after the upstreams are stopped, the process exits at once.
+    """
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for received in signals:
+            logger.info("received %s; stopping upstreams", signal.Signals(received).name)
+            await gateway.stop_upstreams()
+            logging.shutdown()
+            os._exit(128 + received)
