@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from toolscout.search import ToolSearch
     from toolscout.search.settings import SearchSettings
     from toolscout.security.screens import PinScreen
+    from toolscout.serving.metrics import GatewayMetrics
 
 __all__ = [
     "App",
@@ -283,6 +284,8 @@ class App:
         self._gateway: Gateway | None = None
         self._server: Any = None
         self._stack: Any = None
+        # Counted only where someone can scrape them: at /metrics of the HTTP server.
+        self.metrics: GatewayMetrics | None = None
 
     @property
     def gateway(self) -> Gateway:
@@ -315,6 +318,7 @@ class App:
     async def _start(self, stack: Any, specs: list[ServerSpec], hooks: GatewayHooks) -> None:
         from toolscout.learning import UsageTracker
         from toolscout.serving.learning_hooks import Learning, SamplingExpansion
+        from toolscout.serving.metrics import GatewayMetrics
         from toolscout.serving.server import build_server
         from toolscout.upstream.published import publish_statuses
 
@@ -338,7 +342,8 @@ class App:
             publish_statuses, lambda: gateway.statuses(screened=False), config.registry_paths(),
             config.serving.transport,
         )
-        self._server = build_server(gateway, observers=learning.observers)
+        self.metrics = GatewayMetrics(gateway) if config.serving.transport == "http" else None
+        self._server = build_server(gateway, observers=learning.observers, metrics=self.metrics)
         learning.install(self._server)
 
     async def serve(self) -> None:
@@ -361,6 +366,7 @@ class App:
             await serve_http(
                 self.server, host=serving.host, port=serving.port, auth_token=serving.auth_token,
                 allowed_hosts=serving.allowed_hosts, allowed_origins=serving.allowed_origins,
+                gateway=gateway, metrics=self.metrics,
             )
 
 

@@ -13,6 +13,7 @@ import logging
 import sys
 
 from toolscout import __version__
+from toolscout.request_ids import RequestIdFilter
 
 __all__ = ["COMMAND_MODULES", "build_parser", "configure_logging", "main"]
 
@@ -62,7 +63,8 @@ class _QuietLibraries(logging.Filter):
 def configure_logging(verbose: int, quiet: bool) -> None:
     level = logging.ERROR if quiet else logging.DEBUG if verbose > 1 else logging.INFO
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s%(request)s: %(message)s"))
+    handler.addFilter(RequestIdFilter())
     handler.setLevel(level)
     if verbose < 2:
         handler.addFilter(_QuietLibraries())

@@ -107,6 +107,8 @@ class _ProgressLog:
         self._interval = interval
         self._last = 0.0
         self._stopped = False
+        # Texts the running completion has still to embed (None: it has reported nothing yet).
+        self.remaining: int | None = None
 
     def stop(self) -> None:
         self._stopped = True
@@ -114,6 +116,7 @@ class _ProgressLog:
     def __call__(self, done: int, total: int) -> None:
         if self._stopped:
             raise _CompletionStopped
+        self.remaining = max(total - done, 0)
         now = time.monotonic()
         if done >= total or now - self._last >= self._interval:
             self._last = now
@@ -207,6 +210,9 @@ class Gateway:
         self._completed = anyio.Event()
         self._progress = _ProgressLog()
         self._task_group: anyio.abc.TaskGroup | None = None
+        # Set once the upstreams' first starts settled (or `ready`'s wait ran out) and what was up
+        # was indexed: a load balancer may send traffic from then on.
+        self.settled = False
 
     async def __aenter__(self) -> Gateway:
         # Entered in this order and left in the reverse one: task-group scopes must nest.
@@ -292,12 +298,21 @@ class Gateway:
         """
         settled = await self._pool.wait_settled(timeout)
         await self.sync()
+        self.settled = True
         return settled
 
     async def wait_complete(self) -> None:
         """Wait until the engine's `complete()` has caught up with the latest index."""
         while self._completed_generation < self._indexed_generation:
             await self._completed.wait()
+
+    @property
+    def embedding_backlog(self) -> int:
+        """Tools indexed but not embedded yet (0 once the engine's `complete()` caught up)."""
+        if self._completed_generation >= self._indexed_generation:
+            return 0
+        remaining = self._progress.remaining
+        return len(self.catalog.tools) if remaining is None else remaining
 
     def rescreen(self) -> None:
         """Ask for the screens to be run again (e.g. after a person approved a changed tool)."""
@@ -347,6 +362,7 @@ class Gateway:
             await self._needs_complete.wait()
             self._needs_complete = anyio.Event()
             generation = self._indexed_generation
+            self._progress.remaining = None
             try:
                 # Abandoned on shutdown: the thread finishes on its own; nobody waits for it.
                 await anyio.to_thread.run_sync(self.engine.complete, self._progress, abandon_on_cancel=True)

@@ -8,6 +8,9 @@
   TOOLSCOUT_AUTH_TOKEN) every request must carry `Authorization: Bearer <token>`, compared in
   constant time; without it the answer is 401.
 
+Beside /mcp it answers /healthz, /readyz and /metrics (`toolscout.serving.operations`), and
+gives every request an id that its log lines carry (`toolscout.request_ids`).
+
 The client's credentials stop here: upstream connections are made with the registry's own
 headers only, never with anything from the client's request.
 """
@@ -26,6 +29,9 @@ from toolscout.errors import ConfigError
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.types import ASGIApp, Receive, Scope, Send
+
+    from toolscout.gateway import Gateway
+    from toolscout.serving.metrics import GatewayMetrics
 
 __all__ = ["AUTH_TOKEN_VARIABLE", "BearerAuth", "http_app", "security_settings", "serve_http"]
 
@@ -72,11 +78,13 @@ def security_settings(
 class BearerAuth:
     """ASGI middleware: HTTP requests need `Authorization: Bearer <token>`; others get 401."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, open_paths: frozenset[str] = frozenset()) -> None:
         if not token.strip():
             raise ConfigError("the auth token is empty; pass a non-empty --auth-token or unset it")
         self.app = app
         self._token = token.encode("utf-8")
+        # Paths answered without the token (health probes send none).
+        self._open_paths = open_paths
 
     def _authorized(self, scope: Scope) -> bool:
         values = [value for name, value in scope.get("headers", ()) if name == b"authorization"]
@@ -87,7 +95,7 @@ class BearerAuth:
         return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self._authorized(scope):
+        if scope["type"] != "http" or scope.get("path") in self._open_paths or self._authorized(scope):
             await self.app(scope, receive, send)
             return
         body = b'{"error": "unauthorized: send Authorization: Bearer <token> (the token toolscout serve was given)"}'
@@ -110,12 +118,24 @@ def http_app(
     auth_token: str | None = None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
+    gateway: Gateway | None = None,
+    metrics: GatewayMetrics | None = None,
 ) -> ASGIApp:
-    """The ASGI app serving `server` at /mcp with the checks above."""
+    """The ASGI app serving `server` at /mcp with the checks above; with `gateway`, also the
+    health routes (and /metrics with `metrics`)."""
+    from asgi_correlation_id import CorrelationIdMiddleware
+
+    from toolscout.request_ids import HEADER, usable_request_id
+    from toolscout.serving.operations import OPEN_PATHS, operation_routes
+
     app: ASGIApp = server.streamable_http_app(
-        host=host, transport_security=security_settings(host, allowed_hosts, allowed_origins)
+        host=host,
+        transport_security=security_settings(host, allowed_hosts, allowed_origins),
+        custom_starlette_routes=operation_routes(gateway, metrics) if gateway is not None else None,
     )
-    return BearerAuth(app, auth_token) if auth_token else app
+    if auth_token:
+        app = BearerAuth(app, auth_token, open_paths=OPEN_PATHS)
+    return CorrelationIdMiddleware(app, header_name=HEADER, validator=usable_request_id)
 
 
 def _is_loopback(host: str) -> bool:
@@ -133,12 +153,15 @@ async def serve_http(
     auth_token: str | None = None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
+    gateway: Gateway | None = None,
+    metrics: GatewayMetrics | None = None,
 ) -> None:
     """Serve until cancelled; logs the address (port 0 picks a free one)."""
     import uvicorn
 
     app = http_app(
-        server, host=host, auth_token=auth_token, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
+        server, host=host, auth_token=auth_token, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
+        gateway=gateway, metrics=metrics,
     )
     # Bound here rather than by uvicorn so that port 0 works and the real address can be logged.
     try:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections import deque
+from contextlib import nullcontext
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,10 +27,13 @@ from toolscout import __version__
 from toolscout.catalog import MAX_ID_LENGTH, Catalog, ToolRecord
 from toolscout.errors import ToolCallError, UnknownToolError, UpstreamError
 from toolscout.gateway import Gateway
+from toolscout.request_ids import HEADER as REQUEST_ID_HEADER
+from toolscout.request_ids import serving_request
 from toolscout.search import SearchHit
 from toolscout.search.confidence import weak_notice
 from toolscout.serving import describe
 from toolscout.serving.describe import search_entry
+from toolscout.serving.metrics import CallOutcome, GatewayMetrics
 from toolscout.serving.packing import pack
 from toolscout.serving.validation import (
     check_argument_size,
@@ -111,9 +116,12 @@ CallObserver = Callable[[ServerRequestContext[Any], str, dict[str, Any], types.C
 class MetaTools:
     """Handlers of the two meta-tools over one gateway."""
 
-    def __init__(self, gateway: Gateway, observers: Sequence[CallObserver] = ()) -> None:
+    def __init__(
+        self, gateway: Gateway, observers: Sequence[CallObserver] = (), metrics: GatewayMetrics | None = None
+    ) -> None:
         self.gateway = gateway
         self._observers = tuple(observers)
+        self._metrics = metrics
         # Two ways of telling clients the tools changed, one per protocol era: clients that did the
         # initialize handshake (up to 2025-11-25) get a notification on their session; clients on
         # 2026-07-28 get it on the `subscriptions/listen` streams they opened, served by the SDK's
@@ -192,7 +200,13 @@ class MetaTools:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         arguments = params.arguments or {}
-        result = await self._call(ctx, params.name, arguments)
+        # The HTTP request's id (its context is not this task's): log lines of this call carry it.
+        request = getattr(ctx, "request", None)
+        with serving_request(request.headers.get(REQUEST_ID_HEADER) if request is not None else None):
+            started = time.perf_counter()
+            result = await self._call(ctx, params.name, arguments)
+            logger.info("%s %s in %.0f ms", params.name, "failed" if result.is_error else "answered",
+                        (time.perf_counter() - started) * 1000)
         for observe in self._observers:
             try:
                 observe(ctx, params.name, arguments, result)
@@ -220,7 +234,8 @@ class MetaTools:
 
     async def search(self, arguments: dict[str, Any]) -> types.CallToolResult:
         query, limit, servers, max_tokens = self._search_arguments(arguments)
-        response = await self.gateway.search(query, limit=limit, servers=servers)
+        with self._metrics.searching() if self._metrics is not None else nullcontext():
+            response = await self.gateway.search(query, limit=limit, servers=servers)
         entries = [search_entry(hit) for hit in response.hits]
         omitted = 0
         if max_tokens is not None:
@@ -310,7 +325,10 @@ class MetaTools:
         check_argument_size(raw, self.gateway.limits.max_argument_bytes)
         tool_arguments = parse_arguments(raw)
         notes = validate_arguments(tool, tool_arguments)
-        result = _naming_server(tool, await self.gateway.call(tool, tool_arguments, progress))
+        with self._metrics.calling(tool.server) if self._metrics is not None else nullcontext(CallOutcome()) as outcome:
+            answer = await self.gateway.call(tool, tool_arguments, progress)
+            outcome.value = "error" if answer.is_error else "ok"
+        result = _naming_server(tool, answer)
         if notes:
             # Keys the schema does not name were passed on: the agent learns they may have been ignored.
             result = result.model_copy(update={"content": [*result.content, *(types.TextContent(text=n) for n in notes)]})
@@ -372,9 +390,12 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def build_server(gateway: Gateway, observers: Sequence[CallObserver] = ()) -> Server[Any]:
-    """The MCP server for `gateway`; its descriptions follow the gateway's catalog."""
-    meta = MetaTools(gateway, observers)
+def build_server(
+    gateway: Gateway, observers: Sequence[CallObserver] = (), metrics: GatewayMetrics | None = None
+) -> Server[Any]:
+    """The MCP server for `gateway`; its descriptions follow the gateway's catalog. With `metrics`,
+    searches and calls are counted and timed there."""
+    meta = MetaTools(gateway, observers, metrics)
     server = _GatewayServer(
         "toolscout",
         version=__version__,
