@@ -11,6 +11,7 @@ import pytest
 def _private_state(state: Path) -> Any:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TOOLSCOUT_PINS", str(state / "pins.json"))
+        patch.setenv("TOOLSCOUT_STATE", str(state / "state.sqlite3"))
         patch.setenv("TOOLSCOUT_DATA_DIR", str(state / "data"))
         yield state
 

@@ -38,7 +38,8 @@ async def test_an_agent_searches_and_executes_through_toolscout_serve_over_stdio
     command, *args = serve_command(registry)
     with anyio.fail_after(60):
         # Like a desktop host: the SDK's minimal environment, plus the test's private state folders.
-        private = {key: os.environ[key] for key in ("TOOLSCOUT_PINS", "TOOLSCOUT_DATA_DIR")}
+        private = {key: os.environ[key] for key in ("TOOLSCOUT_STATE", "TOOLSCOUT_PINS", "TOOLSCOUT_DATA_DIR", "PYTHONPATH")
+                   if key in os.environ}
         params = StdioServerParameters(command=command, args=args, env=private)
         async with Client(params, mode="legacy") as client:
             await _search_and_execute(client)

@@ -39,7 +39,7 @@ def found(result: Any) -> dict[str, dict]:
 
 async def test_a_changed_title_or_output_schema_is_quarantined_like_a_changed_description(tmp_path: Path) -> None:
     entry, spec = scripted(tmp_path, "office", [TITLED_SEND, dict(NOTE, outputSchema=OUTPUT), RELOAD])
-    app = app_over(tmp_path, {"office": entry}, pins=PinOptions(tmp_path / "pins.json"))
+    app = app_over(tmp_path, {"office": entry}, pins=PinOptions(str(tmp_path / "state.sqlite3")))
     with anyio.fail_after(40):
         async with app:
             gateway = app.gateway
@@ -98,7 +98,9 @@ def v1_pin(tool: dict[str, Any]) -> dict[str, Any]:
             "approved_at": "2026-01-01T00:00:00+00:00", "approved_by": "first use", "candidate": None}
 
 
-async def test_a_version_1_pin_file_upgrades_unchanged_tools_and_still_quarantines_changed_ones(tmp_path: Path) -> None:
+async def test_a_version_1_pin_file_upgrades_unchanged_tools_and_still_quarantines_changed_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pins = tmp_path / "pins.json"
     older_note = dict(NOTE, description="Read a saved note.")
     pins.write_text(json.dumps({"version": 1, "tools": {"office": {
@@ -106,7 +108,10 @@ async def test_a_version_1_pin_file_upgrades_unchanged_tools_and_still_quarantin
     # The server lists send_report as pinned (plus a title and output schema the pin never saw)
     # and read_note changed since it was pinned.
     entry, _ = scripted(tmp_path, "office", [TITLED_SEND, NOTE])
-    app = app_over(tmp_path, {"office": entry}, pins=PinOptions(pins))
+    # The file of an earlier toolscout is imported into the state store on first use.
+    monkeypatch.setenv("TOOLSCOUT_PINS", str(pins))
+    state = tmp_path / "state.sqlite3"
+    app = app_over(tmp_path, {"office": entry}, pins=PinOptions(str(state)))
     with anyio.fail_after(40):
         async with app:
             gateway = app.gateway
@@ -114,15 +119,16 @@ async def test_a_version_1_pin_file_upgrades_unchanged_tools_and_still_quarantin
             async with Client(app.server, mode="legacy") as client:
                 send = await client.call_tool("execute_tool", {"name": "office__send_report", "arguments": {"to": "a"}})
                 note = await client.call_tool("execute_tool", {"name": "office__read_note", "arguments": {"title": "x"}})
-    state = json.loads(pins.read_text())
+    with PinStore(state).state.transaction("pins") as records:
+        office = records.get("office")
     assert echoed(send)["tool"] == "send_report"
     assert note.is_error and "definition changed" in note.content[0].text
     # What the old pin never recorded is not reported as changed: only the description is.
     assert "(description changed (1 sentence(s) added, 1 removed))" in note.content[0].text
-    assert state["version"] == 2
-    assert state["tools"]["office"]["send_report"]["fingerprint_version"] == 2
-    assert state["tools"]["office"]["send_report"]["definition"]["title"] == "Send report"
-    assert state["tools"]["office"]["read_note"]["candidate"]["definition"]["description"] == NOTE["description"]
+    assert office["send_report"]["fingerprint_version"] == 2
+    assert office["send_report"]["definition"]["title"] == "Send report"
+    assert office["read_note"]["candidate"]["definition"]["description"] == NOTE["description"]
+    assert not pins.exists() and pins.with_name("pins.json.imported").exists()
 
 
 async def test_instructions_hidden_in_an_output_schema_withhold_the_tool(tmp_path: Path) -> None:
@@ -158,7 +164,7 @@ def test_forget_removes_only_pins_of_tools_a_live_server_no_longer_lists(
     pin(store, "retired", NOTE)  # no longer in the registry
     entry, _ = scripted(tmp_path, "office", [NOTE])
     registry = str(write_registry(tmp_path / "r.json", {"office": entry, "broken": failing_server("no database")}))
-    forget = ["approve", "--forget", "--pins", str(store.path), "--registry", registry, "--start-timeout", "10"]
+    forget = ["approve", "--forget", "--state", store.location, "--registry", registry, "--start-timeout", "10"]
 
     assert main(forget) == 2  # no terminal to confirm on
     refused = capsys.readouterr()
@@ -185,6 +191,6 @@ def test_forget_refuses_a_named_tool_its_server_still_lists(tmp_path: Path, caps
     pin(store, "office", SEND, NOTE)
     entry, _ = scripted(tmp_path, "office", [NOTE])
     registry = str(write_registry(tmp_path / "r.json", {"office": entry}))
-    code = main(["approve", "--forget", "--pins", str(store.path), "--registry", registry, "read_note", "--yes"])
+    code = main(["approve", "--forget", "--state", store.location, "--registry", registry, "read_note", "--yes"])
     assert code == 2 and "not a pin of a tool its server no longer lists: read_note" in capsys.readouterr().err
     assert store.pinned() == {"office": ["read_note", "send_report"]}

@@ -4,6 +4,7 @@ scripted upstreams (tests/upstreams/scripted_server.py) whose definitions a test
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -131,7 +132,8 @@ async def test_serve_with_strict_pins_withholds_new_tools_until_approved(tmp_pat
     args = ["-m", "toolscout.cli", "serve", "--registry", str(registry), "--model", "none",
             "--pins", str(pins), "--strict-pins"]
     with anyio.fail_after(60):
-        async with Client(StdioServerParameters(command=sys.executable, args=args), mode="legacy") as client:
+        # The test's environment: its private state, and the code under test (PYTHONPATH, if set).
+        async with Client(StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ)), mode="legacy") as client:
             found = ids(await client.call_tool("search_tools", {"query": "send a status report"}))
             refused = await client.call_tool("execute_tool", {"name": "office__send_report", "arguments": {"to": "a"}})
         pending = [(c.server, c.name, c.kind) for c in PinStore(pins).pending()]
@@ -144,12 +146,23 @@ async def test_serve_with_strict_pins_withholds_new_tools_until_approved(tmp_pat
     assert code == 0 and PinStore(pins, strict=True).pending() == []
 
 
-def test_serve_refuses_to_start_on_a_pin_file_it_cannot_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_serve_refuses_to_start_on_a_state_store_it_cannot_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     entry, _ = scripted(tmp_path, "office", [SEND])
     registry = write_registry(tmp_path / "r.json", {"office": entry})
-    pins = tmp_path / "pins.json"
-    pins.write_text("{not json")
+    pins = tmp_path / "state.sqlite3"
+    pins.write_bytes(b"not a database, damaged" * 100)
     code = main(["serve", "--registry", str(registry), "--model", "none", "--pins", str(pins)])
     error = capsys.readouterr().err
     assert code == 2
-    assert f"pin state file {pins} is not valid JSON" in error and "move it away" in error
+    assert f"the state store {pins} cannot be used: file is not a database" in error and "Move it away" in error
+
+
+def test_serve_pointed_at_a_json_pin_file_says_how_to_import_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    entry, _ = scripted(tmp_path, "office", [SEND])
+    registry = write_registry(tmp_path / "r.json", {"office": entry})
+    pins = tmp_path / "pins.json"
+    pins.write_text('{"version": 2, "tools": {}}')
+    code = main(["serve", "--registry", str(registry), "--model", "none", "--pins", str(pins)])
+    error = capsys.readouterr().err
+    assert code == 2
+    assert f"{pins} is a JSON pin file of an earlier toolscout" in error and f"TOOLSCOUT_PINS={pins}" in error

@@ -67,10 +67,10 @@ _Store = TypeVar("_Store")
 
 @dataclass(frozen=True)
 class PinOptions:
-    """--pins and --strict-pins."""
+    """--state and --strict-pins."""
 
-    # None: $TOOLSCOUT_PINS or the user state directory.
-    path: Path | None = None
+    # The state store's location; None: $TOOLSCOUT_STATE or the user state directory.
+    state: str | None = None
     strict: bool = False
 
 
@@ -139,6 +139,8 @@ class GatewayHooks:
     def close(self) -> None:
         if self.sources is not None:
             self.sources.close()
+        if self.pins is not None:
+            self.pins.store.state.close()
 
 
 def gateway_hooks(config: AppConfig) -> GatewayHooks:
@@ -151,8 +153,8 @@ def gateway_hooks(config: AppConfig) -> GatewayHooks:
 
     hooks = GatewayHooks()
     if config.pins is not None:
-        store = PinStore(config.pins.path, strict=config.pins.strict)
-        store.pending()  # reads the state file now: an unreadable one stops the command here
+        store = PinStore(config.pins.state, strict=config.pins.strict)
+        store.pending()  # reads the pins now: an unusable store stops the command here
         hooks.pins = PinScreen(store)
         hooks.screens.append(hooks.pins)
     if not config.allow_flagged:

@@ -2,7 +2,9 @@
 
     ToolscoutError
      +-- ConfigError               a registry or settings file is wrong; message says where and how to fix
-     |    +-- PinStateError        the pin state file cannot be read, written or locked
+     |    +-- StateError           the state store cannot be used (damaged, newer schema, ...)
+     |         +-- PinStateError   the pin state cannot be read, written or locked
+     |         +-- StateUnavailable  the store cannot be reached now (a database restarting, ...)
      +-- UpstreamError             an upstream server failed to start, died, or timed out
      +-- StdoutFault               a stdio upstream broke the framing of its stdout (ends its session)
      +-- ToolCallError             a call the agent made cannot be carried out as asked
@@ -26,6 +28,8 @@ __all__ = [
     "InvalidArgumentsError",
     "PinStateError",
     "SamplingUnavailableError",
+    "StateError",
+    "StateUnavailable",
     "StdoutFault",
     "ToolCallError",
     "ToolscoutError",
@@ -42,8 +46,16 @@ class ConfigError(ToolscoutError):
     """A registry, overlay or settings file cannot be used as written."""
 
 
-class PinStateError(ConfigError):
-    """The pin state file cannot be read, written or locked."""
+class StateError(ConfigError):
+    """The state store (`toolscout.state`) cannot be used as it is."""
+
+
+class PinStateError(StateError):
+    """The pin state cannot be read, written or locked."""
+
+
+class StateUnavailable(StateError):
+    """The state store cannot be reached now; trying again later may work."""
 
 
 class UpstreamError(ToolscoutError):

@@ -27,6 +27,7 @@ __all__ = [
     "add_registry_options",
     "add_search_options",
     "add_security_options",
+    "add_state_option",
     "byte_size",
     "command_options",
     "fail",
@@ -90,10 +91,7 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_security_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--pins", type=Path, metavar="FILE",
-        help="pin state file of approved tool definitions (default: $TOOLSCOUT_PINS or the user state directory)",
-    )
+    add_state_option(parser)
     parser.add_argument(
         "--strict-pins", action="store_true",
         help="new tools, too, stay unavailable until approved with `toolscout approve` (default: trusted on first use)",
@@ -101,6 +99,15 @@ def add_security_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-flagged", action="store_true",
         help="keep tools the poisoning scan flags available (default: withheld; see `toolscout tools --flagged`)",
+    )
+
+
+def add_state_option(parser: argparse.ArgumentParser) -> None:
+    """--state (--pins, its earlier name, still works)."""
+    parser.add_argument(
+        "--state", "--pins", dest="state", metavar="LOCATION",
+        help="state store of pins and approvals: a SQLite file, or postgresql://... shared by replicas "
+             "(default: $TOOLSCOUT_STATE, else state.sqlite3 in the user state directory)",
     )
 
 
@@ -150,7 +157,7 @@ def command_options(
         registries=tuple(args.registry or ()),
         model=args.model if search else "none",
         weights=args.weights if search else None,
-        pins=PinOptions(args.pins, args.strict_pins) if security else None,
+        pins=PinOptions(args.state, args.strict_pins) if security else None,
         allow_flagged=args.allow_flagged if security else True,
         learning=LearningOptions(
             tuple(args.overlay), tuple(args.examples), record=record, expand=expand

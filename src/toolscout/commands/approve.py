@@ -7,7 +7,7 @@
     toolscout approve --forget [--server S] [TOOL ...]
                                               remove the pins of tools their server no longer lists
 
-Without --refresh it works from the pin state file alone: the gateway records each changed
+Without --refresh it works from the state store alone: the gateway records each changed
 definition there as a candidate when it sees it, and this command shows and accepts exactly that
 candidate. Everything printed passes through `terminal_safe`, so a definition cannot hide text
 from the reviewer or send escape codes to the terminal.
@@ -22,12 +22,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import defaultdict
-from pathlib import Path
 
-from toolscout.commands._gateway import add_registry_options, command_options, fail
+from toolscout.commands._gateway import add_registry_options, add_state_option, command_options, fail
 from toolscout.errors import ToolscoutError
 from toolscout.security.hidden import terminal_safe
-from toolscout.security.pinning import PATH_ENV, PendingChange, PinStore, record_from_definition
+from toolscout.security.pinning import PendingChange, PinStore, record_from_definition
 from toolscout.security.poisoning import scan_tool, summarize
 
 __all__ = ["register", "run"]
@@ -46,9 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--server", help="only tools of this server")
     parser.add_argument("--all", action="store_true", help="approve every pending definition (of --server)")
     parser.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
-    parser.add_argument(
-        "--pins", type=Path, metavar="FILE", help=f"pin state file (default: ${PATH_ENV} or the user state directory)"
-    )
+    add_state_option(parser)
     parser.add_argument(
         "--strict-pins", action="store_true",
         help="with --refresh: record new tools as awaiting approval, as `serve --strict-pins` does, not trusted on first use",
@@ -70,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if args.forget:
         return _forget(args)
     try:
-        store = PinStore(args.pins, strict=args.strict_pins)
+        store = PinStore(args.state, strict=args.strict_pins)
         if args.refresh or args.registry:
             _refresh(args, store)
         pending = store.pending(server=args.server)
@@ -79,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         return fail("approve", str(exc))
     if not pending:
         where = f" for server '{args.server}'" if args.server else ""
-        print(f"Nothing awaits approval{where} ({store.path}).")
+        print(f"Nothing awaits approval{where} ({store.location}).")
         return 0
     if selected is None:
         for change in pending:
@@ -166,14 +163,14 @@ def _forget(args: argparse.Namespace) -> int:
     if args.all or args.refresh:
         return fail("approve", "--forget works on its own; it cannot be combined with --all or --refresh")
     try:
-        store = PinStore(args.pins)
+        store = PinStore(args.state)
         pinned = store.pinned()
         listed, down = _live_listing(args)
         vanished = _vanished(args, pinned, listed, down)
     except (ToolscoutError, LookupError) as exc:
         return fail("approve", str(exc))
     if not vanished:
-        print(f"No pins to forget ({store.path}).")
+        print(f"No pins to forget ({store.location}).")
         return 0
     print("Pins of tools their server no longer lists:")
     for server, name in vanished:

@@ -12,11 +12,16 @@ annotations) and that definition itself. On every listing the gateway calls `che
   refused by execute_tool) until a person approves it. The new definition is stored as the
   candidate, so `toolscout approve` can show and accept exactly that, without connecting.
 
-The state file is JSON, read and rewritten under a lock file for every operation (so a running
-gateway sees approvals made by `toolscout approve` on its next check), and replaced atomically
-(temporary file + os.replace) so a crash never leaves half a file. A file that cannot be read is
-an error, never silently reset: resetting would re-trust every tool, which is what a rug pull
-wants.
+The pins live in the state store (`toolscout.state`: SQLite in the user state directory, or
+Postgres shared by replicas), one record per server key, each read-modify-write one transaction:
+a running gateway sees approvals made by `toolscout approve` (or by another replica) on its next
+check, and a process killed mid-write leaves the previous pins whole. The server key is whatever
+`ToolRecord.server` holds; the store treats it as an opaque string.
+
+Today's JSON pin file (`pins.json` in the user state directory, or $TOOLSCOUT_PINS) is imported
+into a store that has no pins yet, the first time a PinStore uses it, and renamed
+`pins.json.imported`. A file that cannot be read is an error, never silently skipped: skipping it
+would re-trust every tool, which is what a rug pull wants.
 
 Pins made before the fingerprint covered title and output schema (state file version 1, or an
 entry without `fingerprint_version`) are upgraded in place when the fields they did cover still
@@ -29,7 +34,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,15 +43,17 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
-from filelock import FileLock, Timeout
 
 from toolscout.catalog import ToolRecord
-from toolscout.errors import ConfigError, PinStateError
+from toolscout.errors import PinStateError
 from toolscout.json_files import read_json_file
 from toolscout.security.changes import compare
+from toolscout.state import StateStore, open_state
+from toolscout.state.store import Records
 
 __all__ = [
     "PATH_ENV",
+    "PINS_KIND",
     "PendingChange",
     "PinStatus",
     "PinStore",
@@ -60,15 +66,15 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+# Where the JSON pin file of earlier versions is looked for, to be imported into the state store.
 PATH_ENV = "TOOLSCOUT_PINS"
-# Version 2 added `fingerprint_version` to each pin and candidate; version-1 files are read and
-# rewritten as version 2 (an older toolscout then refuses the file rather than misreading it).
-STATE_VERSION = 2
+# The state store's kind holding pins: one record per server key, {tool name: entry}.
+PINS_KIND = "pins"
+# JSON pin files: version 2 added `fingerprint_version` to each pin and candidate.
 _READABLE_VERSIONS = (1, 2)
 # Fingerprint compositions: 1 = catalog.LEGACY_FIELDS, 2 = catalog.DEFINITION_FIELDS.
 FINGERPRINT_VERSION = 2
 _LEGACY_FINGERPRINT = 1
-_LOCK_TIMEOUT = 10.0
 _RECOVERY = (
     "It records which tool definitions were approved. Repair it, or move it away to start over "
     "(every tool is then trusted again on first use, or pending in strict mode)."
@@ -165,7 +171,8 @@ class PendingChange:
 
 
 def default_state_path() -> Path:
-    """$TOOLSCOUT_PINS, else pins.json in the per-user state directory."""
+    """The JSON pin file of earlier versions: $TOOLSCOUT_PINS, else pins.json in the per-user
+    state directory."""
     override = os.environ.get(PATH_ENV)
     if override:
         return Path(override).expanduser()
@@ -200,84 +207,79 @@ def _now() -> str:
 
 
 class PinStore:
-    """Approved tool definitions in a JSON state file; see the module docstring."""
+    """Approved tool definitions in the state store; see the module docstring.
 
-    def __init__(self, path: Path | str | None = None, *, strict: bool = False) -> None:
-        self.path = Path(path).expanduser() if path is not None else default_state_path()
+    `state`: an open store, or where one is (`toolscout.state.open_state`; None: the default).
+    """
+
+    def __init__(
+        self, state: StateStore | str | Path | None = None, *, strict: bool = False, legacy_file: Path | None = None
+    ) -> None:
+        self.state = open_state(state) if state is None or isinstance(state, (str, Path)) else state
         self.strict = strict
-        self._lock = FileLock(str(self.path) + ".lock", timeout=_LOCK_TIMEOUT)
+        self._legacy_file = legacy_file if legacy_file is not None else default_state_path()
+        self._legacy_checked = False
 
-    # -- file handling -------------------------------------------------------------------------
+    @property
+    def location(self) -> str:
+        return self.state.location
 
-    def _load(self) -> dict[str, Any]:
-        state = read_json_file(
-            self.path, "pin state file", error=PinStateError, advice=_RECOVERY,
-            if_missing={"version": STATE_VERSION, "tools": {}},
-        )
-        version = state.get("version") if isinstance(state, dict) else None
-        if isinstance(version, int) and version > STATE_VERSION and isinstance(state.get("tools"), dict):
-            raise PinStateError(
-                f"pin state file {self.path} is version {version}, written by a newer toolscout; "
-                "use that version, or point TOOLSCOUT_PINS / --pins at another file."
-            )
-        if version not in _READABLE_VERSIONS or not isinstance(state.get("tools"), dict):
-            raise PinStateError(
-                f"pin state file {self.path} is not a toolscout pin file (version 1 or 2). "
-                "Move it away to start over, or point TOOLSCOUT_PINS / --pins at another file."
-            )
-        return state
+    def revision(self) -> int:
+        """Changes whenever pins change, by this process or any other sharing the store."""
+        return self.state.revision(PINS_KIND)
 
-    def _save(self, state: dict[str, Any]) -> None:
-        state["version"] = STATE_VERSION  # a version-1 file is upgraded by its first write
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp", delete=False
-        )
-        try:
-            with handle:
-                json.dump(state, handle, indent=1, sort_keys=True, ensure_ascii=False, default=str)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(handle.name, self.path)
-        except BaseException:
-            Path(handle.name).unlink(missing_ok=True)
-            raise
+    # -- storage -------------------------------------------------------------------------------
 
     @contextmanager
-    def _locked(self) -> Iterator[None]:
-        # Read-modify-write under one lock, so a gateway and `toolscout approve` never lose each
-        # other's updates.
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._lock.acquire()
-        except Timeout as exc:
-            raise PinStateError(
-                f"pin state file {self.path} stayed locked for {_LOCK_TIMEOUT:.0f} s by another toolscout "
-                f"process; if none is running, delete {self._lock.lock_file}"
-            ) from exc
-        except OSError as exc:
-            raise PinStateError(f"cannot use pin state directory {self.path.parent}: {exc}") from exc
-        try:
-            yield
-        finally:
-            self._lock.release()
+    def _tools(self, servers: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
+        """{server: {tool name: entry}} of `servers` (None: all), in one transaction; what the
+        block changes in it is written back when it ends."""
+        with self.state.transaction(PINS_KIND) as records:
+            imported = self._import_legacy_file(records)
+            if servers is None:
+                tools = dict(records.items())
+            else:
+                tools = {server: records.get(server) or {} for server in dict.fromkeys(servers)}
+            before = {server: _canonical(entries) for server, entries in tools.items()}
+            yield tools
+            for server, entries in tools.items():
+                if not entries:
+                    if server in before:
+                        records.delete(server)
+                elif _canonical(entries) != before.get(server):
+                    records.put(server, entries)
+            for server in before.keys() - tools.keys():
+                records.delete(server)
+        self._legacy_checked = True
+        if imported is not None:
+            # Only once the import is committed: a process killed before leaves the file to import.
+            kept = imported.with_name(imported.name + ".imported")
+            os.replace(imported, kept)
+            logger.info("pins of %s imported into the state store %s; the file is kept as %s",
+                        imported, self.state.location, kept)
+
+    def _import_legacy_file(self, records: Records) -> Path | None:
+        """Copy the JSON pin file into a store without pins; returns the file if it did."""
+        path = self._legacy_file
+        if self._legacy_checked or not path.exists() or next(records.items(), None) is not None:
+            return None
+        for server, entries in _read_legacy_file(path).items():
+            if entries:
+                records.put(server, entries)
+        return path
 
     # -- operations ----------------------------------------------------------------------------
 
     def check(self, records: Iterable[ToolRecord]) -> PinVerdicts:
         """Verdicts for the tools a server lists now; pins new tools and records changed ones."""
         verdicts: dict[Key, PinVerdict] = {}
-        with self._locked():
-            state = self._load()
-            dirty = False
+        records = list(records)
+        with self._tools(record.server for record in records) as tools:
             for record in records:
-                verdict, changed_state = self._check_one(state["tools"], record)
+                verdict, changed_state = self._check_one(tools, record)
                 verdicts[(record.server, record.name)] = verdict
                 if changed_state and verdict.blocked:
                     logger.warning("%s", verdict.message)  # once per new candidate, not per listing
-                dirty = dirty or changed_state
-            if dirty:
-                self._save(state)
         return PinVerdicts(verdicts)
 
     def _check_one(self, tools: dict[str, Any], record: ToolRecord) -> tuple[PinVerdict, bool]:
@@ -315,10 +317,10 @@ class PinStore:
     def pending(self, server: str | None = None, names: Iterable[str] | None = None) -> list[PendingChange]:
         """Definitions awaiting approval, optionally only of one server and/or some tool names."""
         wanted = set(names) if names is not None else None
-        with self._locked():
-            state = self._load()
+        with self._tools(None if server is None else [server]) as tools:
+            pass
         found = []
-        for server_name, entries in sorted(state["tools"].items()):
+        for server_name, entries in sorted(tools.items()):
             if server is not None and server_name != server:
                 continue
             for name, entry in sorted(entries.items()):
@@ -332,10 +334,10 @@ class PinStore:
     def approve(self, changes: Iterable[PendingChange], approved_by: str = "approve") -> list[PendingChange]:
         """Accept exactly the candidates shown; one that changed again meanwhile is left pending."""
         accepted = []
-        with self._locked():
-            state = self._load()
+        changes = list(changes)
+        with self._tools(change.server for change in changes) as tools:
             for change in changes:
-                entry = state["tools"].get(change.server, {}).get(change.name)
+                entry = tools[change.server].get(change.name)
                 candidate = entry.get("candidate") if isinstance(entry, dict) else None
                 if not candidate or candidate.get("fingerprint") != change.candidate_fingerprint:
                     logger.warning("%s/%s changed again since it was shown; not approved", change.server, change.name)
@@ -345,15 +347,13 @@ class PinStore:
                              fingerprint_version=candidate.get("fingerprint_version", _LEGACY_FINGERPRINT),
                              approved_at=_now(), approved_by=approved_by, candidate=None)
                 accepted.append(change)
-            if accepted:
-                self._save(state)
         return accepted
 
     def pinned(self) -> dict[str, list[str]]:
         """Tool names with a pin or a candidate, by server."""
-        with self._locked():
-            state = self._load()
-        return {server: sorted(entries) for server, entries in sorted(state["tools"].items()) if entries}
+        with self._tools() as tools:
+            pass
+        return {server: sorted(entries) for server, entries in sorted(tools.items()) if entries}
 
     def forget(self, keys: Iterable[Key]) -> list[Key]:
         """Drop the pins (and candidates) of these tools; returns those that were there.
@@ -362,17 +362,33 @@ class PinStore:
         strict mode. Callers forget only tools their server no longer lists.
         """
         removed = []
-        with self._locked():
-            state = self._load()
+        keys = list(keys)
+        with self._tools(server for server, _ in keys) as tools:
             for server, name in keys:
-                entries = state["tools"].get(server, {})
-                if entries.pop(name, None) is not None:
+                if tools[server].pop(name, None) is not None:
                     removed.append((server, name))
-                if not entries:
-                    state["tools"].pop(server, None)
-            if removed:
-                self._save(state)
         return removed
+
+
+def _canonical(entries: Any) -> str:
+    return json.dumps(entries, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _read_legacy_file(path: Path) -> dict[str, Any]:
+    """{server: {tool name: entry}} of a JSON pin file of earlier versions; PinStateError if unusable."""
+    state = read_json_file(path, "pin state file", error=PinStateError, advice=_RECOVERY)
+    version = state.get("version") if isinstance(state, dict) else None
+    if isinstance(version, int) and version > max(_READABLE_VERSIONS) and isinstance(state.get("tools"), dict):
+        raise PinStateError(
+            f"pin state file {path} is version {version}, written by a newer toolscout; "
+            "use that version, or move the file away."
+        )
+    if version not in _READABLE_VERSIONS or not isinstance(state.get("tools"), dict):
+        raise PinStateError(
+            f"pin state file {path} is not a toolscout pin file (version 1 or 2). "
+            "Move it away to start over, or point TOOLSCOUT_PINS at another file."
+        )
+    return {str(server): entries for server, entries in state["tools"].items() if isinstance(entries, dict)}
 
 
 def _upgraded(entry: dict[str, Any], record: ToolRecord, now: str) -> bool:

@@ -18,9 +18,10 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import anyio
+import anyio.to_thread
 
 from toolscout.catalog import ToolRecord
-from toolscout.errors import PinStateError
+from toolscout.errors import StateError, StateUnavailable
 from toolscout.security.pinning import PinStore
 from toolscout.security.poisoning import Finding, scan_tool, summarize
 
@@ -32,46 +33,63 @@ __all__ = ["PinScreen", "PoisoningScreen", "flagged_tools"]
 class PinScreen:
     """Withholds tools whose definition changed since approval (and, strict, unapproved new ones).
 
-    Each call records what it sees in the pin state file (trust on first use, candidates of changed
-    definitions), so `toolscout approve` can show them without connecting. A state file that cannot
-    be read withholds every tool: without it nothing can be told apart from a rug pull.
+    Each call records what it sees in the state store (trust on first use, candidates of changed
+    definitions), so `toolscout approve` can show them without connecting. A store that cannot be
+    used withholds every tool: without it nothing can be told apart from a rug pull. A store that
+    cannot be reached for now (a Postgres restarting) keeps the verdicts of the last check for the
+    definitions it saw then, and withholds only definitions it has never judged;
+    `follow_approvals` screens again once the store answers.
     """
 
     def __init__(self, store: PinStore) -> None:
         self.store = store
+        # {(server, tool name, fingerprint): reason or None}, from the last check that reached the store.
+        self._last: dict[tuple[str, str, str], str | None] = {}
 
-    async def follow_approvals(self, rescreen: Callable[[], None], interval: float = 2.0) -> None:
-        """Call `rescreen` whenever the state file changes (e.g. `toolscout approve` ran), forever.
+    async def follow_approvals(self, rescreen: Callable[[], None], interval: float = 1.0) -> None:
+        """Call `rescreen` whenever pins change (`toolscout approve` ran, here or on another replica
+        sharing the store) or the store answers again after an outage, forever.
 
-        A running gateway then releases an approved tool within `interval` seconds, without a restart.
+        A running gateway then releases an approved tool within about `interval` seconds, without a
+        restart.
         """
-        seen = self._stamp()
+        seen = await anyio.to_thread.run_sync(self._revision)
         while True:
             await anyio.sleep(interval)
-            stamp = self._stamp()
-            if stamp != seen:
-                seen = stamp
+            revision = await anyio.to_thread.run_sync(self._revision)
+            if revision != seen:
+                seen = revision
                 rescreen()
 
-    def _stamp(self) -> tuple[int, int] | None:
+    def _revision(self) -> int | None:
         try:
-            stat = self.store.path.stat()
-        except OSError:
+            return self.store.revision()
+        except StateError:
             return None
-        return (stat.st_mtime_ns, stat.st_size)
 
     def __call__(self, tools: Sequence[ToolRecord]) -> dict[str, str]:
         try:
             verdicts = self.store.check(tools)
-        except PinStateError as exc:
+        except StateUnavailable as exc:
+            logger.warning("pinning: %s; keeping the last verdicts until it answers", exc)
+            reason = f"toolscout cannot verify this tool's definition now: {exc}. Try again shortly."
+            return {
+                tool.id: blocked
+                for tool in tools
+                if (blocked := self._last.get((tool.server, tool.name, tool.fingerprint), reason)) is not None
+            }
+        except StateError as exc:
             logger.error("pinning: %s; every tool is withheld until this is fixed", exc)
             reason = f"toolscout cannot verify tool definitions: {exc}"
             return {tool.id: reason for tool in tools}
         withheld = {}
+        self._last = {}
         for tool in tools:
             verdict = verdicts.get(tool.server, tool.name)
-            if verdict is not None and verdict.blocked:
-                withheld[tool.id] = verdict.message
+            blocked = verdict.message if verdict is not None and verdict.blocked else None
+            self._last[(tool.server, tool.name, tool.fingerprint)] = blocked
+            if blocked is not None:
+                withheld[tool.id] = blocked
         return withheld
 
 
