@@ -3,7 +3,9 @@
 #   bash scripts/setup.sh --runtime   toolscout alone: what serving and search need (no torch)
 #   bash scripts/setup.sh             also the test tools ([dev]) and the training extra ([train]:
 #                                     torch, transformers, sentence-transformers, onnx, ...), which
-#                                     the export and training tests use
+#                                     the export and training tests use, and Debian's postgresql
+#                                     server, which the state store tests start clusters of (apt,
+#                                     as root; elsewhere install it yourself or those tests skip)
 # Idempotent: a second run only checks that everything is in place.
 # torch is installed first, pinned: a bare `torch` requirement resolves to the multi-GB CUDA
 # build on Linux. On a machine without a local CPU wheel, take the CPU build from PyTorch's index:
@@ -28,6 +30,14 @@ fi
 if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
     echo "toolscout setup: installing torch (CPU build) for the [train] extra" >&2
     "${PIP[@]}" "torch==2.13.0" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
+fi
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+        echo "toolscout setup: installing postgresql (Debian) for the state store tests" >&2
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    else
+        echo "toolscout setup: no postgresql server found; the Postgres state store tests will be skipped" >&2
+    fi
 fi
 echo "toolscout setup: installing toolscout with its test tools and training extra" >&2
 "${PIP[@]}" -e ".[dev,train]"
