@@ -95,6 +95,10 @@ class PostgresServer:
         self.stop()
         self._start()
 
+    def start_again(self) -> None:
+        """Start after `stop`, on the same port and data."""
+        self._start()
+
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from toolscout.gateway import Gateway
     from toolscout.serving.metrics import GatewayMetrics
 
-__all__ = ["OPEN_PATHS", "operation_routes", "readiness"]
+__all__ = ["LIVENESS_PATH", "METRICS_PATH", "OPEN_PATHS", "READINESS_PATH", "operation_routes", "readiness"]
 
 LIVENESS_PATH = "/healthz"
 READINESS_PATH = "/readyz"

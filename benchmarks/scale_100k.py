@@ -1,0 +1,169 @@
+"""A 100,000-tool catalog: index time, search latency, peak memory and time to the first semantic answer.
+
+The catalog is replicated from the public training tools (shared/train/tools.jsonl, 12,879 tools;
+never a held-out set): copy k of a tool gets its own server (`<server>-k`), name (`<name>_k`) and
+description (the original, led by one of a list of workspace phrases, so no two descriptions are
+equal). Queries are requests of shared/train/pairs.jsonl (English ones).
+
+    PYTHONPATH=src python benchmarks/scale_100k.py                 # 100k tools, embeds a slice
+    PYTHONPATH=src python benchmarks/scale_100k.py --embed all     # embeds every tool (long)
+
+Phases, one engine as one gateway replica runs it (`ToolSearch` with the shipped settings, a fresh
+embedding cache folder):
+
+1. keyword index: `index(tools)`, after which searches answer from BM25 and TF-IDF (the first answer);
+2. keyword search latency, while no vector exists yet;
+3. cold embedding: `--embed all` runs the engine's `complete()` over every tool; `--embed N` encodes
+   the first N tools' texts through the same encoder and extrapolates linearly to the catalog,
+   which the table says;
+4. with `--embed all`: hybrid search latency, and a second engine over the same cache folder (a
+   restart, or a second replica on one machine): its index time with every vector read back.
+
+Peak RSS is the process's maximum resident set (getrusage), all phases together. Prints one table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from toolscout.catalog import ToolRecord
+from toolscout.index.embeddings import Embedder
+from toolscout.index.text import dense_document
+from toolscout.search import ToolSearch
+from toolscout.search.settings import SearchSettings
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "train"
+# Copy k's description starts with WORKSPACES[k] (k = 0 keeps the original text).
+WORKSPACES = (
+    "", "In the billing workspace:", "For the support team:", "In the data platform:",
+    "For the marketing site:", "In the finance ledger:", "For the mobile app:", "In the research lab:",
+    "For the sales pipeline:", "In the HR portal:", "For the logistics hub:", "In the security office:",
+)
+
+
+def public_tools() -> list[dict]:
+    """The training tools with distinct descriptions (first of each), with distinct (server, name)."""
+    rows, descriptions, names = [], set(), set()
+    for line in (SHARED / "tools.jsonl").open(encoding="utf-8"):
+        row = json.loads(line)
+        if row["description"] in descriptions:
+            continue
+        descriptions.add(row["description"])
+        name, n = row["name"], 1
+        while (row["server"], name) in names:
+            n += 1
+            name = f"{row['name']}_{row['source']}{n}"
+        names.add((row["server"], name))
+        rows.append({**row, "name": name})
+    return rows
+
+
+def catalog(size: int) -> list[ToolRecord]:
+    rows = public_tools()
+    copies = -(-size // len(rows))
+    if copies > len(WORKSPACES):
+        raise SystemExit(f"at most {len(WORKSPACES) * len(rows):,} distinct tools from {len(rows):,}")
+    tools = []
+    for k in range(copies):
+        for row in rows:
+            if len(tools) == size:
+                return tools
+            lead = WORKSPACES[k]
+            tools.append(ToolRecord(
+                id=f"t{len(tools):06d}",
+                name=f"{row['name']}_{k}" if k else row["name"],
+                server=f"{row['server']}-{k}" if k else row["server"],
+                description=f"{lead} {row['description']}" if lead else row["description"],
+                input_schema=row.get("input_schema") or {},
+            ))
+    return tools
+
+
+def queries(count: int) -> list[str]:
+    texts = [json.loads(line) for line in (SHARED / "pairs.jsonl").open(encoding="utf-8")]
+    english = [row["query"] for row in texts if row.get("lang", "en") == "en"]
+    return random.Random(7).sample(english, count)
+
+
+def latency(engine: ToolSearch, texts: list[str]) -> tuple[float, float]:
+    for text in texts[:5]:
+        engine.search(text, limit=10)
+    times = []
+    for text in texts:
+        started = time.perf_counter()
+        engine.search(text, limit=10)
+        times.append((time.perf_counter() - started) * 1000)
+    cuts = statistics.quantiles(times, n=100)
+    return cuts[49], cuts[94]
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tools", type=int, default=100_000)
+    parser.add_argument("--embed", default="3000", help="'all', or how many tools to embed and extrapolate from")
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+    tools = catalog(args.tools)
+    assert len({t.description for t in tools}) == len(tools) and len({(t.server, t.name) for t in tools}) == len(tools)
+    searches = queries(args.queries)
+    rows: list[tuple[str, str]] = [("tools", f"{len(tools):,} (from {len(public_tools()):,} public tools)")]
+    with tempfile.TemporaryDirectory(prefix="toolscout-scale-") as cache:
+        settings = replace(SearchSettings(), cache_dir=Path(cache))
+        engine = ToolSearch(settings)
+        started = time.perf_counter()
+        engine.index(tools)
+        keyword_index = time.perf_counter() - started
+        rows.append(("keyword index (first answer, keyword signals)", f"{keyword_index:.1f} s"))
+        p50, p95 = latency(engine, searches)
+        rows.append(("keyword search p50 / p95", f"{p50:.1f} / {p95:.1f} ms"))
+        if args.embed == "all":
+            started = time.perf_counter()
+            engine.complete()
+            embedding = time.perf_counter() - started
+            rows.append(("cold embedding, every tool (model load included)", f"{embedding:.0f} s"))
+            rows.append(("time to first semantic answer", f"{keyword_index + embedding:.0f} s"))
+            p50, p95 = latency(engine, searches)
+            rows.append(("hybrid search p50 / p95 (query embedding included)", f"{p50:.1f} / {p95:.1f} ms"))
+            second = ToolSearch(settings)
+            started = time.perf_counter()
+            second.index(tools)
+            second.complete()
+            rows.append(("second engine over the same cache: index + vectors read back", f"{time.perf_counter() - started:.1f} s"))
+        else:
+            count = min(int(args.embed), len(tools))
+            embedder = Embedder(settings)
+            started = time.perf_counter()
+            embedder.encoder()
+            load = time.perf_counter() - started
+            texts = [dense_document(tool) for tool in tools[:count]]
+            started = time.perf_counter()
+            embedder.matrix(texts)
+            spent = time.perf_counter() - started
+            rate = count / spent
+            whole = load + len(tools) / rate
+            rows.append(("model load", f"{load:.1f} s"))
+            rows.append((f"cold embedding, measured on {count:,} tools", f"{spent:.0f} s ({rate:.0f} tools/s)"))
+            rows.append((f"cold embedding, {len(tools):,} tools (extrapolated)", f"{whole / 60:.1f} min"))
+            rows.append(("time to first semantic answer (extrapolated)", f"{(keyword_index + whole) / 60:.1f} min"))
+    rows.append(("peak RSS (all phases)", f"{peak_rss_mib():,.0f} MiB"))
+    print("| measure | value |")
+    print("| --- | --- |")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
