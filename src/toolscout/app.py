@@ -22,7 +22,7 @@ import logging
 import os
 import signal
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -203,9 +203,15 @@ def search_settings(config: AppConfig) -> SearchSettings:
     from toolscout.errors import ConfigError
     from toolscout.search.settings import SearchSettings, apply_weights_option
 
+    from toolscout.state.location import default_state_location, is_postgres
+
     if config.search is not None:
         return config.search
     settings = SearchSettings(model=config.model) if config.model else SearchSettings()
+    state = (config.pins.state if config.pins is not None else None) or default_state_location()
+    if is_postgres(state):
+        # Replicas sharing a Postgres state store share their embeddings too.
+        settings = replace(settings, shared_vectors=state)
     if config.weights:
         try:
             settings = apply_weights_option(settings, config.weights)

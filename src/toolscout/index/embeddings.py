@@ -107,7 +107,13 @@ class Embedder:
     def _disk(self, model_id: str) -> EmbeddingCache | None:
         if self._cache is None:
             try:
-                self._cache = EmbeddingCache(self._settings.resolved_cache_dir / CACHE_FILE)
+                if self._settings.shared_vectors:
+                    from toolscout.state.vectors import SharedEmbeddingCache
+
+                    # Same interface: vectors by model id and text hash, shared by every replica.
+                    self._cache = SharedEmbeddingCache(self._settings.shared_vectors)  # type: ignore[assignment]
+                else:
+                    self._cache = EmbeddingCache(self._settings.resolved_cache_dir / CACHE_FILE)
             except Exception as exc:  # an unwritable cache slows restarts but breaks nothing
                 log.warning("embedding cache unavailable (%s); embeddings are not kept", exc)
                 return None

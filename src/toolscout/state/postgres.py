@@ -93,6 +93,12 @@ class PostgresStateStore:
             raise self._lost(exc) from exc
 
     @contextmanager
+    def cursor(self) -> Iterator[Any]:
+        """A psycopg cursor in one transaction (for the tables beside the records, e.g. vectors)."""
+        with self._lock, self._open_transaction() as cursor:
+            yield cursor
+
+    @contextmanager
     def transaction(self, kind: str) -> Iterator[SqlRecords]:
         with self._lock, self._open_transaction() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_SPACE, kind))

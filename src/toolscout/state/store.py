@@ -36,6 +36,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "PRIMARY KEY (kind, key))",
         "CREATE TABLE IF NOT EXISTS revisions (kind TEXT PRIMARY KEY, revision BIGINT NOT NULL)",
     ),
+    # Embeddings shared by replicas (`toolscout.state.vectors`), keyed by model and text hash.
+    (
+        "CREATE TABLE IF NOT EXISTS embeddings (model TEXT NOT NULL, text_hash TEXT NOT NULL, "
+        "vector BYTEA NOT NULL, PRIMARY KEY (model, text_hash))",
+        "CREATE TABLE IF NOT EXISTS embedding_models (source TEXT PRIMARY KEY, model TEXT NOT NULL)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

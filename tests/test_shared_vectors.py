@@ -1,0 +1,68 @@
+"""Embeddings shared through the Postgres state store: a tool is embedded once per text, whichever
+engine (replica) gets there first; another engine with an empty cache folder of its own reads the
+vectors back and encodes nothing, and a store that goes away costs only speed."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from support.fake_encoder import HashingEncoder
+from support.postgres import PostgresServer
+
+from toolscout.catalog import ToolRecord
+from toolscout.search import SearchSettings, ToolSearch
+from toolscout.state.vectors import SharedEmbeddingCache
+
+CATALOG = [
+    ToolRecord(id=f"srv__tool_{i}", name=f"tool_{i}", server="srv", description=f"Does thing number {i}.")
+    for i in range(20)
+]
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PostgresServer]:
+    with PostgresServer() as server:
+        yield server
+
+
+def replica(tmp_path: Path, name: str, url: str, tools: list[ToolRecord]) -> tuple[ToolSearch, HashingEncoder]:
+    encoder = HashingEncoder()
+    engine = ToolSearch(SearchSettings(cache_dir=tmp_path / name, shared_vectors=url), encoder=encoder)
+    engine.index(tools)
+    engine.complete()
+    assert not engine.pending
+    return engine, encoder
+
+
+def test_a_second_replica_reads_every_vector_back_and_encodes_nothing(tmp_path: Path, postgres: PostgresServer) -> None:
+    first, first_encoder = replica(tmp_path, "one", postgres.url, CATALOG)
+    second, second_encoder = replica(tmp_path, "two", postgres.url, CATALOG)
+    assert len(first_encoder.encoded) == len(CATALOG) and second_encoder.encoded == []
+    query = "does thing number 7"
+    assert [h.tool.id for h in first.search(query).hits] == [h.tool.id for h in second.search(query).hits]
+    changed = list(CATALOG)
+    changed[3] = dataclasses.replace(changed[3], description="Now does something else entirely.")
+    _, third_encoder = replica(tmp_path, "three", postgres.url, changed)
+    assert len(third_encoder.encoded) == 1 and "something else entirely" in third_encoder.encoded[0]
+
+
+def test_vectors_round_trip_per_model_and_a_lost_store_is_a_miss(postgres: PostgresServer) -> None:
+    cache = SharedEmbeddingCache(postgres.url)
+    cache.put("m1", {"h": np.array([0.5, 0.25], dtype=np.float32)})
+    cache.put("m1", {"h": np.array([9.0, 9.0], dtype=np.float32)})  # same text, same model: kept once
+    assert cache.get("m1", ["h", "missing"])["h"].tolist() == [0.5, 0.25]
+    assert cache.get("m2", ["h"]) == {}
+    cache.remember_model("bundled onnx", "model-a")
+    assert cache.model_of("bundled onnx") == "model-a"
+    postgres.stop()
+    try:
+        assert cache.get("m1", ["h"]) == {}
+        cache.put("m1", {"k": np.array([1.0], dtype=np.float32)})  # dropped, not raised
+        assert cache.model_of("bundled onnx") is None
+    finally:
+        postgres.start_again()
+    assert cache.get("m1", ["h"])["h"].tolist() == [0.5, 0.25]
