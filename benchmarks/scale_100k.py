@@ -17,7 +17,12 @@ embedding cache folder):
    the first N tools' texts through the same encoder and extrapolates linearly to the catalog,
    which the table says;
 4. with `--embed all`: hybrid search latency, and a second engine over the same cache folder (a
-   restart, or a second replica on one machine): its index time with every vector read back.
+   restart, or a second replica on one machine): its index time with every vector read back;
+5. with `--shared`: a second replica over a Postgres state store that already holds every tool's
+   vector (a fresh cluster of Debian's postgresql, started as the tests start it): its index time,
+   which reads every vector back, and its first semantic answer. Without `--embed all` the vectors
+   it reads were written by this script under the model's id (random unit vectors: what is
+   measured is reading 100k vectors back, not their quality), which the table says.
 
 Peak RSS is the process's maximum resident set (getrusage), all phases together. Prints one table.
 """
@@ -35,12 +40,17 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from toolscout.catalog import ToolRecord
+from toolscout.index.cache import text_hash
 from toolscout.index.embeddings import Embedder
+from toolscout.index.model_files import resolve_model
 from toolscout.index.text import dense_document
 from toolscout.search import ToolSearch
 from toolscout.search.settings import SearchSettings
 
+ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "train"
 # Copy k's description starts with WORKSPACES[k] (k = 0 keeps the original text).
 WORKSPACES = (
@@ -110,11 +120,59 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def second_replica(
+    tools: list[ToolRecord], settings: SearchSettings, query: str, *, seeded: bool
+) -> list[tuple[str, str]]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from support.postgres import PostgresServer
+
+    from toolscout.state.vectors import SharedEmbeddingCache
+
+    rows = []
+    with PostgresServer() as postgres, tempfile.TemporaryDirectory(prefix="toolscout-replica-") as cache:
+        shared = SharedEmbeddingCache(postgres.url)
+        first = Embedder(settings)
+        encoder = first.encoder()
+        assert encoder is not None
+        location = resolve_model(settings.model)
+        assert location is not None
+        hashes = [text_hash(dense_document(tool)) for tool in tools]
+        started = time.perf_counter()
+        if seeded:
+            generator = np.random.default_rng(7)
+            for start in range(0, len(hashes), 2000):
+                chunk = hashes[start : start + 2000]
+                vectors = generator.standard_normal((len(chunk), 384)).astype(np.float32)
+                vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+                shared.put(encoder.model_id, dict(zip(chunk, vectors)))
+        else:
+            vectors = first.cached_matrix([dense_document(tool) for tool in tools])
+            assert vectors is not None
+            for start in range(0, len(hashes), 2000):
+                shared.put(encoder.model_id, dict(zip(hashes[start : start + 2000], vectors[start : start + 2000])))
+        # What the first replica's model load leaves: the id its model files have.
+        shared.remember_model(first._source(location), encoder.model_id)
+        what = "random unit vectors written by the script" if seeded else "the vectors embedded above"
+        rows.append((f"vectors into Postgres ({what})", f"{time.perf_counter() - started:.0f} s"))
+        replica = ToolSearch(replace(settings, cache_dir=Path(cache), shared_vectors=postgres.url))
+        started = time.perf_counter()
+        replica.index(tools)
+        indexed = time.perf_counter() - started
+        replica.complete()
+        answer = replica.search(query, limit=10)
+        ready = time.perf_counter() - started
+        assert "dense" in answer.signals, answer.signals
+        rows.append(("second replica over Postgres: index, every vector read back", f"{indexed:.1f} s"))
+        rows.append(("second replica: first semantic answer (model load included)", f"{ready:.1f} s"))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tools", type=int, default=100_000)
     parser.add_argument("--embed", default="3000", help="'all', or how many tools to embed and extrapolate from")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--shared", action="store_true", help="also time a second replica over Postgres")
     args = parser.parse_args()
     tools = catalog(args.tools)
     assert len({t.description for t in tools}) == len(tools) and len({(t.server, t.name) for t in tools}) == len(tools)
@@ -158,6 +216,8 @@ def main() -> None:
             rows.append((f"cold embedding, measured on {count:,} tools", f"{spent:.0f} s ({rate:.0f} tools/s)"))
             rows.append((f"cold embedding, {len(tools):,} tools (extrapolated)", f"{whole / 60:.1f} min"))
             rows.append(("time to first semantic answer (extrapolated)", f"{(keyword_index + whole) / 60:.1f} min"))
+        if args.shared:
+            rows.extend(second_replica(tools, settings, searches[0], seeded=args.embed != "all"))
     rows.append(("peak RSS (all phases)", f"{peak_rss_mib():,.0f} MiB"))
     print("| measure | value |")
     print("| --- | --- |")

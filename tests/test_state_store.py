@@ -244,3 +244,44 @@ def test_postgres_restarted_under_load_loses_no_acknowledged_write(postgres: Pos
         stored = {key for key, _ in records.items()}
     assert {f"{index:06d}" for index in acknowledged} <= stored
     assert len(acknowledged) >= during + 50
+
+
+def test_two_replicas_quarantining_and_approving_at_once_agree(location: str) -> None:
+    """Two gateways check changing definitions of the same tools while a person approves whatever
+    is pending, all at once: no update is lost, and every pin ends as one approved definition."""
+    tools = [dataclasses.replace(TOOL, name=f"t{i}") for i in range(5)]
+    replicas = [PinStore(location), PinStore(location)]
+    approver = PinStore(location)
+    replicas[0].check(tools)
+    versions = [[dataclasses.replace(tool, description=f"{tool.description} Version {v}.") for tool in tools] for v in range(8)]
+    errors: list[BaseException] = []
+    approved: list[str] = []
+
+    def gateway(store: PinStore) -> None:
+        try:
+            for listing in versions:
+                store.check(listing)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    def person() -> None:
+        try:
+            for _ in range(10):
+                approved.extend(change.candidate_fingerprint for change in approver.approve(approver.pending()))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=gateway, args=(store,)) for store in replicas] + [threading.Thread(target=person)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+    # The last listing, approved now, is trusted by both replicas; nothing else is left pending.
+    approver.approve(approver.pending())
+    for store in replicas:
+        verdicts = store.check(versions[-1])
+        assert all(verdict.status is PinStatus.TRUSTED for verdict in verdicts)
+    assert approver.pending() == []
+    fingerprints = {tool.fingerprint for listing in versions for tool in listing} | {tool.fingerprint for tool in tools}
+    assert set(approved) <= fingerprints
