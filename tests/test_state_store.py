@@ -70,6 +70,8 @@ def test_records_are_kept_changed_and_removed_in_transactions(location: str) -> 
     assert store.revision("pins") == 2
     store.close()
     again.close()
+    if not location.startswith("postgresql://"):
+        assert {path.stat().st_mode & 0o777 for path in Path(location).parent.glob("state.sqlite3*")} == {0o600}
 
 
 def test_a_transaction_that_raises_leaves_nothing_behind(location: str) -> None:

@@ -8,6 +8,7 @@ survive even a power cut, and SQLite's journal makes one cut short by kill -9 va
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -38,7 +39,12 @@ class SqliteStateStore:
         # One connection per store, used from the gateway's worker threads one at a time.
         self._lock = threading.RLock()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # Readable by the user only (SQLite gives its WAL files the database's mode).
+            try:
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            except FileExistsError:
+                pass
             self._db = sqlite3.connect(
                 self.path, timeout=_BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
             )
