@@ -65,6 +65,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="HTTP: also accept requests from this browser Origin, e.g. https://app.example.com; repeat for more",
     )
     parser.add_argument(
+        "--otel", action="store_true",
+        help="export OpenTelemetry traces of search_tools and execute_tool over OTLP/HTTP "
+             "($OTEL_EXPORTER_OTLP_ENDPOINT; needs toolscout[otel])",
+    )
+    parser.add_argument(
         "--max-restarts", type=int, default=DEFAULT_MAX_RESTARTS, metavar="N",
         help=f"give up on an upstream after N failed restarts in a row (default {DEFAULT_MAX_RESTARTS}; see `toolscout tools`)",
     )
@@ -94,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
             await app.serve()
 
     try:
+        if args.otel:
+            from toolscout.serving.tracing import configure_tracing
+
+            configure_tracing()
         anyio.run(serve)
     except ConfigError as exc:
         return fail("serve", str(exc))

@@ -35,6 +35,7 @@ from toolscout.serving import describe
 from toolscout.serving.describe import search_entry
 from toolscout.serving.metrics import CallOutcome, GatewayMetrics
 from toolscout.serving.packing import pack
+from toolscout.serving.tracing import tracer
 from toolscout.serving.validation import (
     check_argument_size,
     parse_arguments,
@@ -234,8 +235,13 @@ class MetaTools:
 
     async def search(self, arguments: dict[str, Any]) -> types.CallToolResult:
         query, limit, servers, max_tokens = self._search_arguments(arguments)
-        with self._metrics.searching() if self._metrics is not None else nullcontext():
+        with tracer().start_as_current_span("toolscout.search") as span, \
+                self._metrics.searching() if self._metrics is not None else nullcontext():
             response = await self.gateway.search(query, limit=limit, servers=servers)
+            span.set_attributes({
+                "toolscout.query.chars": len(query), "toolscout.limit": limit,
+                "toolscout.hits": len(response.hits), "toolscout.signals": list(response.signals),
+            })
         entries = [search_entry(hit) for hit in response.hits]
         omitted = 0
         if max_tokens is not None:
@@ -325,9 +331,13 @@ class MetaTools:
         check_argument_size(raw, self.gateway.limits.max_argument_bytes)
         tool_arguments = parse_arguments(raw)
         notes = validate_arguments(tool, tool_arguments)
-        with self._metrics.calling(tool.server) if self._metrics is not None else nullcontext(CallOutcome()) as outcome:
+        with tracer().start_as_current_span("toolscout.execute") as span, \
+                self._metrics.calling(tool.server) if self._metrics is not None else nullcontext(CallOutcome()) as outcome:
+            # "failed" until the upstream answers (the span records the exception otherwise).
+            span.set_attributes({"toolscout.tool": tool.id, "toolscout.server": tool.server, "toolscout.outcome": outcome.value})
             answer = await self.gateway.call(tool, tool_arguments, progress)
             outcome.value = "error" if answer.is_error else "ok"
+            span.set_attribute("toolscout.outcome", outcome.value)
         result = _naming_server(tool, answer)
         if notes:
             # Keys the schema does not name were passed on: the agent learns they may have been ignored.
