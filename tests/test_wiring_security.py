@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 
 async def test_a_changed_definition_is_quarantined_until_a_person_approves_it(tmp_path: Path) -> None:
     entry, spec = scripted(tmp_path, "office", [SEND, NOTE, RELOAD])
-    config = app_config(write_registry(tmp_path / "r.json", {"office": entry}), pins=PinOptions(tmp_path / "pins.json"))
+    config = app_config(write_registry(tmp_path / "r.json", {"office": entry}), pins=PinOptions(str(tmp_path / "state.sqlite3")))
     with anyio.fail_after(40):
         async with App(config) as app:  # follows the pin file, as serve does
             gateway = app.gateway
@@ -42,7 +42,7 @@ async def test_a_changed_definition_is_quarantined_until_a_person_approves_it(tm
                 other = await client.call_tool("execute_tool", {"name": "office__read_note", "arguments": {"title": "x"}})
 
                 code = await anyio.to_thread.run_sync(
-                    main, ["approve", "--pins", str(tmp_path / "pins.json"), "--all", "--yes"]
+                    main, ["approve", "--state", str(tmp_path / "state.sqlite3"), "--all", "--yes"]
                 )
                 await catalog_where(gateway, lambda c: "office__send_report" in c.by_id)
                 after = await client.call_tool("execute_tool", {"name": "office__send_report", "arguments": {"to": "a"}})
@@ -102,7 +102,7 @@ async def test_a_tool_of_one_server_is_never_reached_through_another_servers_nam
     b, _ = scripted(tmp_path, "b", [dict(SEND, name="send")])
     registry = write_registry(tmp_path / "r.json", {"a": a, "a__b": a_b, "b": b})
     with anyio.fail_after(40):
-        async with App(app_config(registry, pins=PinOptions(tmp_path / "pins.json"))) as app:
+        async with App(app_config(registry, pins=PinOptions(str(tmp_path / "state.sqlite3")))) as app:
             gateway = app.gateway
             await gateway.ready(20)
             by_name = {(t.server, t.name): t.id for t in gateway.catalog.tools}
