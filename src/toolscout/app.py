@@ -8,7 +8,7 @@
 or by a test. `App` owns everything `toolscout serve` runs, in the order it must start and stop:
 the gateway over the registries' upstreams (with the screens and learning sources the options
 ask for), the cached catalog `toolscout search` and `tools` answer from, learning from use and
-the sampling expansion, following the pin file for approvals, publishing upstream statuses for
+the sampling expansion, following the pins in the state store for approvals, publishing upstream statuses for
 `toolscout tools --running`, and the MCP server. Tests build the same `App` that `serve` does.
 
 The commands that take one snapshot of the upstreams (`search --refresh`, `tools`, `approve`)
@@ -133,7 +133,7 @@ class GatewayHooks:
     screens: list[ToolScreen] = field(default_factory=list)
     summary_screen: SummaryScreen | None = None
     sources: LearningSources | None = None
-    # Follows the pin state file while serving, so approvals take effect without a restart.
+    # Follows the pins in the state store while serving, so approvals take effect without a restart.
     pins: PinScreen | None = None
 
     def close(self) -> None:
