@@ -10,6 +10,8 @@
      +-- ToolCallError             a call the agent made cannot be carried out as asked
      |    +-- UnknownToolError
      |    +-- InvalidArgumentsError
+     +-- RequestError              a resource, prompt or completion request cannot be carried out as asked
+     |    +-- NotOfferedError      no upstream offers that resource or prompt (now)
      +-- SamplingUnavailableError  the MCP client cannot or will not sample (phrase generation stops)
      +-- DatasetError              an evaluation data set is malformed
 
@@ -26,7 +28,9 @@ __all__ = [
     "ConfigError",
     "DatasetError",
     "InvalidArgumentsError",
+    "NotOfferedError",
     "PinStateError",
+    "RequestError",
     "SamplingUnavailableError",
     "StateError",
     "StateUnavailable",
@@ -80,6 +84,14 @@ class UnknownToolError(ToolCallError):
 
 class InvalidArgumentsError(ToolCallError):
     """The arguments do not satisfy the tool's input schema."""
+
+
+class RequestError(ToolscoutError):
+    """A client's resource, prompt or completion request cannot be carried out as asked."""
+
+
+class NotOfferedError(RequestError):
+    """No upstream offers the resource or prompt asked for (it may be down, or withheld)."""
 
 
 class SamplingUnavailableError(ToolscoutError):

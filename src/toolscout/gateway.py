@@ -16,6 +16,12 @@ The gateway is the one object the MCP server and the commands talk to: it owns t
 `status_of(server)`, `listed()`, `stop_upstreams()`). It depends on the engine only through the
 `toolscout.search.SearchEngine` protocol, and takes its settings as one `GatewayOptions`.
 
+Besides tools it offers what the upstreams list of resources, resource templates and prompts
+(`offerings`, named by `toolscout.naming`, screened by the same screens as tools), proxies
+`read_resource`, `get_prompt`, `complete`, `subscribe` and `set_logging_level` to the upstream
+that owns each name, and hands what upstreams announce for clients (log messages, updated
+resources) to its notice listeners.
+
 What it does at each change, screening, enriching and indexing a catalog, is a `CatalogIndexer`
 of its own; `toolscout search` and `tools` over a cached catalog use one alone, with no upstream.
 This module imports the MCP SDK only when a `Gateway` is made (its upstream pool needs it).
@@ -44,7 +50,7 @@ from toolscout.upstream.defaults import (
     STABLE_UPTIME,
 )
 from toolscout.upstream.limits import Limits
-from toolscout.upstream.status import UpstreamStatus
+from toolscout.upstream.status import State, UpstreamStatus
 from toolscout.wording import plural
 
 if TYPE_CHECKING:
@@ -52,6 +58,7 @@ if TYPE_CHECKING:
 
     from toolscout.learning.examples import Example
     from toolscout.upstream.connection import ProgressFn
+    from toolscout.upstream.offerings import Offerings
 
 __all__ = [
     "CatalogEnricher",
@@ -59,6 +66,8 @@ __all__ = [
     "CatalogListener",
     "Gateway",
     "GatewayOptions",
+    "NoticeListener",
+    "OfferingsListener",
     "SummaryScreen",
     "ToolScreen",
 ]
@@ -66,6 +75,14 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 CatalogListener = Callable[[Catalog], Awaitable[None]]
+# Awaited when the resources (or templates) or the prompts clients would list changed:
+# (resources changed, prompts changed).
+OfferingsListener = Callable[[bool, bool], Awaitable[None]]
+# Awaited with what an upstream announced for clients: (server, the MCP notification), e.g. a log
+# message or an updated resource.
+NoticeListener = Callable[[str, Any], Awaitable[None]]
+# Notices waiting for their listeners; beyond this (a flood of log messages) new ones are dropped.
+_PENDING_NOTICES = 256
 # Given every tool of the catalog, the ids to withhold from agents and why (e.g. a definition that
 # changed since it was pinned, a description with hidden instructions). Runs in a worker thread.
 ToolScreen = Callable[[Sequence[ToolRecord]], Mapping[str, str]]
@@ -160,13 +177,18 @@ class CatalogIndexer:
         return True
 
     async def _screened(self, full: Catalog) -> Catalog:
-        withheld: dict[str, str] = {}
-        for screen in self._screens:
-            withheld.update(await anyio.to_thread.run_sync(screen, full.tools))
+        withheld = await self.withheld(full.tools)
         for tool_id, reason in withheld.items():
             if tool_id not in self.catalog.withheld:
                 logger.warning("withholding tool '%s': %s", tool_id, reason)
         return Catalog.of(full.tools, withheld) if withheld else full
+
+    async def withheld(self, records: Sequence[ToolRecord]) -> dict[str, str]:
+        """{id: reason} of the records the screens withhold (in worker threads)."""
+        withheld: dict[str, str] = {}
+        for screen in self._screens:
+            withheld.update(await anyio.to_thread.run_sync(screen, records))
+        return withheld
 
     def _index(self, tools: Sequence[ToolRecord], examples: Sequence[Example]) -> None:
         self.engine.index(tools, examples=examples)
@@ -184,6 +206,7 @@ class Gateway:
         summary_screen: SummaryScreen | None = None,
     ) -> None:
         # The MCP SDK comes with the pool: imported here, by a gateway that may connect.
+        from toolscout.upstream.offerings import Offerings
         from toolscout.upstream.pool import UpstreamPool
 
         self.options = options
@@ -200,8 +223,13 @@ class Gateway:
             stable_uptime=options.stable_uptime,
             limits=options.limits,
             on_change=self._on_pool_change,
+            on_notice=self._on_notice,
         )
         self._listeners: list[CatalogListener] = []
+        self._offerings: Offerings = Offerings()
+        self._offerings_listeners: list[OfferingsListener] = []
+        self._notice_listeners: list[NoticeListener] = []
+        self._notices_in, self._notices_out = anyio.create_memory_object_stream[tuple[str, Any]](_PENDING_NOTICES)
         self._changed = anyio.Event()
         self._sync_lock = anyio.Lock()
         self._needs_complete = anyio.Event()
@@ -224,6 +252,7 @@ class Gateway:
         self._changed.set()
         self._task_group.start_soon(self._follow_changes, name="catalog sync")
         self._task_group.start_soon(self._complete_in_background, name="engine completion")
+        self._task_group.start_soon(self._deliver_notices, name="upstream notices")
         return self
 
     async def __aexit__(
@@ -247,6 +276,23 @@ class Gateway:
     def add_listener(self, listener: CatalogListener) -> None:
         """`listener(catalog)` is awaited after each re-index."""
         self._listeners.append(listener)
+
+    @property
+    def offerings(self) -> Offerings:
+        """The resources, templates and prompts clients see now: of the upstreams that are up, screened."""
+        return self._offerings
+
+    def listed_offerings(self) -> Offerings:
+        """What the upstreams that are up offer now besides tools, before the screens withhold any."""
+        return self._pool.offerings()
+
+    def add_offerings_listener(self, listener: OfferingsListener) -> None:
+        """`listener(resources_changed, prompts_changed)` is awaited after the offerings change."""
+        self._offerings_listeners.append(listener)
+
+    def add_notice_listener(self, listener: NoticeListener) -> None:
+        """`listener(server, notification)` is awaited with each log message or resource update."""
+        self._notice_listeners.append(listener)
 
     @property
     def limits(self) -> Limits:
@@ -321,6 +367,7 @@ class Gateway:
     async def sync(self) -> None:
         """Rebuild the catalog from the pool; re-index and notify only if it changed."""
         async with self._sync_lock:
+            await self._sync_offerings()
             if not await self._indexer.update(self._pool.catalog()):
                 return
             catalog = self.catalog
@@ -331,6 +378,23 @@ class Gateway:
                     await listener(catalog)
                 except Exception:  # noqa: BLE001 - a listener's failure must not stop re-indexing
                     logger.exception("catalog listener failed")
+
+    async def _sync_offerings(self) -> None:
+        listed = self.listed_offerings()
+        withheld = await self._indexer.withheld(listed.records())
+        for name, reason in withheld.items():
+            if name not in self._offerings.withheld:
+                logger.warning("withholding '%s': %s", name, reason)
+        offerings = listed.screened(withheld)
+        if offerings.fingerprint == self._offerings.fingerprint:
+            return
+        resources_changed, prompts_changed = offerings.kinds_changed(self._offerings)
+        self._offerings = offerings
+        for listener in self._offerings_listeners:
+            try:
+                await listener(resources_changed, prompts_changed)
+            except Exception:  # noqa: BLE001 - a listener's failure must not stop re-indexing
+                logger.exception("offerings listener failed")
 
     async def search(
         self, query: str, *, limit: int, servers: Collection[str] | None = None
@@ -344,6 +408,111 @@ class Gateway:
         self, tool: ToolRecord, arguments: Mapping[str, Any], progress: ProgressFn | None = None
     ) -> types.CallToolResult:
         return await self._pool.call(tool, arguments, progress)
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """Read a namespaced resource from the upstream that owns it; its contents keep our names."""
+        from toolscout.naming import namespaced_uri
+
+        server, own = self._owner_of_uri(uri)
+        result = await self._pool.upstreams[server].read_resource(own)
+        contents = [item.model_copy(update={"uri": namespaced_uri(server, item.uri)}) for item in result.contents]
+        return result.model_copy(update={"contents": contents})
+
+    async def subscribe(self, uri: str, subscribe: bool = True) -> None:
+        """Subscribe to (or unsubscribe from) a namespaced resource at the upstream that owns it."""
+        server, own = self._owner_of_uri(uri)
+        await self._pool.upstreams[server].subscribe(own, subscribe)
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str]) -> types.GetPromptResult:
+        """Get a prompt by its exposed name from its upstream, after checking the arguments."""
+        from toolscout.errors import NotOfferedError, RequestError
+
+        if name in self._offerings.withheld:
+            raise NotOfferedError(f"Prompt '{name}' is withheld: {self._offerings.withheld[name]}")
+        found = self._offerings.prompt(name)
+        if found is None:
+            known = ", ".join(p.name for p in self._offerings.listed_prompts()[:20]) or "none"
+            raise NotOfferedError(f"Unknown prompt '{name}'. Prompts offered now: {known}.")
+        server, prompt = found
+        declared = {a.name: a for a in prompt.arguments or []}
+        missing = [a for a, arg in declared.items() if arg.required and a not in arguments]
+        unknown = [a for a in arguments if a not in declared]
+        if missing or unknown:
+            problems = ([f"missing required argument(s): {', '.join(missing)}"] if missing else []) + (
+                [f"unknown argument(s): {', '.join(unknown)}"] if unknown else [])
+            expected = ", ".join(f"{a}{'' if arg.required else ' (optional)'}" for a, arg in declared.items()) or "none"
+            raise RequestError(f"Prompt '{name}': {'; '.join(problems)}. It takes: {expected}.")
+        return await self._pool.upstreams[server].get_prompt(prompt.name, arguments)
+
+    async def complete(
+        self, ref: types.PromptReference | types.ResourceTemplateReference, argument: dict[str, str],
+        context: dict[str, str] | None,
+    ) -> types.CompleteResult:
+        """Route a completion to the upstream that owns the prompt or template, in its own names."""
+        import mcp_types as types
+
+        from toolscout.errors import NotOfferedError
+
+        if isinstance(ref, types.PromptReference):
+            found = self._offerings.prompt(ref.name)
+            if found is None:
+                raise NotOfferedError(f"Unknown prompt '{ref.name}'; list prompts for the names offered now.")
+            server, prompt = found
+            own: types.PromptReference | types.ResourceTemplateReference = ref.model_copy(update={"name": prompt.name})
+        else:
+            server, uri = self._owner_of_uri(ref.uri)
+            if not self._offerings.has_template(server, uri):
+                raise NotOfferedError(f"Unknown resource template '{ref.uri}'; list resource templates for those offered now.")
+            own = ref.model_copy(update={"uri": uri})
+        return await self._pool.upstreams[server].complete(own, argument, context)
+
+    async def set_logging_level(self, level: types.LoggingLevel) -> None:
+        """Forward logging/setLevel to every upstream that is up and declares logging."""
+        for upstream in self._pool.upstreams.values():
+            if upstream.state is State.UP:
+                try:
+                    await upstream.set_logging_level(level)
+                except Exception as exc:  # noqa: BLE001 - one upstream's refusal does not fail the request
+                    logger.info("upstream '%s' did not take logging level %s: %s", upstream.name, level, exc)
+
+    def _owner_of_uri(self, uri: str) -> tuple[str, str]:
+        """(server, the upstream's URI) for a namespaced URI, or for an upstream's own URI that
+        only one upstream offers; NotOfferedError if none can serve it now."""
+        from toolscout.errors import NotOfferedError
+        from toolscout.naming import namespaced_uri, split_uri
+
+        owner = split_uri(uri)
+        if owner is None or owner[0] not in self._pool.upstreams:
+            servers = self._offerings.owners_of(uri)
+            if len(servers) != 1:
+                several = f" It is offered by several servers ({', '.join(servers)}): name one." if servers else ""
+                raise NotOfferedError(
+                    f"Unknown resource '{uri}'.{several} Resources here are named toolscout://SERVER/URI, as "
+                    "resources/list and resources/templates/list give them."
+                )
+            owner = (servers[0], uri)
+        server, own = owner
+        exposed = namespaced_uri(server, own)
+        if exposed in self._offerings.withheld:
+            raise NotOfferedError(f"Resource '{uri}' is withheld: {self._offerings.withheld[exposed]}")
+        upstream = self._pool.upstreams[server]
+        if upstream.state is not State.UP:
+            raise NotOfferedError(f"Resource '{uri}': upstream '{server}' is not available ({upstream.reason or upstream.state.value}).")
+        return server, own
+
+    def _on_notice(self, server: str, notification: Any) -> None:
+        try:
+            self._notices_in.send_nowait((server, notification))
+        except anyio.WouldBlock:
+            logger.debug("notices are behind; dropped one from upstream '%s'", server)
+
+    async def _deliver_notices(self) -> None:
+        async for server, notification in self._notices_out:
+            for listener in self._notice_listeners:
+                try:
+                    await listener(server, notification)
+                except Exception:  # noqa: BLE001 - a listener's failure must not stop delivery
+                    logger.exception("notice listener failed")
 
     def _on_pool_change(self) -> None:
         self._changed.set()

@@ -154,7 +154,7 @@ def _refresh(args: argparse.Namespace, store: PinStore) -> None:
         options = command_options(args)
         async with open_gateway(options, load_specs(options)) as gateway:
             await gateway.ready(options.gateway.start_timeout + 5)
-            store.check(gateway.catalog.tools)
+            store.check([*gateway.catalog.tools, *gateway.listed_offerings().records()])
 
     anyio.run(listing)
 
@@ -201,8 +201,10 @@ def _live_listing(args: argparse.Namespace) -> tuple[dict[str, set[str]], dict[s
             await gateway.ready(options.gateway.start_timeout + 5)
             # One snapshot: a server coming up between the two would otherwise look empty.
             statuses, catalog = gateway.statuses(screened=False), gateway.listed()
+            # Prompts and resources are pinned as well ("prompt:NAME", ...).
+            offered = gateway.listed_offerings().records()
         listed: dict[str, set[str]] = defaultdict(set)
-        for tool in catalog.tools:
+        for tool in [*catalog.tools, *offered]:
             listed[tool.server].add(tool.name)
         down = {s.name: s.reason or s.state.value for s in statuses if s.state is not State.UP}
         return {s.name: listed[s.name] for s in statuses if s.state is State.UP}, down

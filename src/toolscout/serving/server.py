@@ -1,4 +1,5 @@
-"""The MCP server an agent talks to: exactly two tools, `search_tools` and `execute_tool`.
+"""The MCP server an agent talks to: exactly two tools, `search_tools` and `execute_tool`, and
+the upstreams' resources, prompts, completions and logging relayed (`proxied.py`).
 
 Built on the SDK's low-level `Server` because the tool descriptions and the instructions are
 generated from the live catalog (`describe.py`) and change while the server runs. Every failure
@@ -35,6 +36,8 @@ from toolscout.serving import describe
 from toolscout.serving.describe import search_entry
 from toolscout.serving.metrics import CallOutcome, GatewayMetrics
 from toolscout.serving.packing import pack
+from toolscout.serving.proxied import Proxied
+from toolscout.serving.relay import relaying
 from toolscout.serving.tracing import tracer
 from toolscout.serving.validation import (
     check_argument_size,
@@ -88,7 +91,8 @@ _SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
 
 
 class _GatewayServer(Server[Any]):
-    """The SDK server, advertising tools.listChanged (the meta-tools' descriptions change).
+    """The SDK server, advertising listChanged for tools (the meta-tools' descriptions change),
+    resources and prompts (upstreams come and go).
 
     These options are the handshake's (up to 2025-11-25); on 2026-07-28 the SDK advertises
     listChanged because `subscriptions/listen` is served.
@@ -101,7 +105,9 @@ class _GatewayServer(Server[Any]):
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
         return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions
+            notification_options or NotificationOptions(tools_changed=True, prompts_changed=True, resources_changed=True),
+            experimental_capabilities,
+            extensions,
         )
 
 
@@ -222,8 +228,17 @@ class MetaTools:
             if name == SEARCH_TOOL:
                 return await self.search(arguments)
             if name == EXECUTE_TOOL:
-                # The upstream's progress reaches the agent (a no-op unless it asked for progress).
-                return await self.execute(arguments, progress=ctx.session.report_progress)
+                # The upstream's progress reaches the agent (a no-op unless it asked for progress),
+                # and its sampling and elicitation requests reach this client (`relay.py`).
+                with relaying(ctx) as caller:
+                    try:
+                        result = await self.execute(arguments, progress=ctx.session.report_progress)
+                    except UpstreamError as exc:
+                        if not caller.notes:
+                            raise
+                        # The upstream failed because its question could not be relayed: say that.
+                        return _error("\n".join([f"{exc}.", *caller.notes]))
+                return caller.noted(result)
             return _error(f"Unknown tool '{name}'. This server has two tools: {SEARCH_TOOL} and {EXECUTE_TOOL}.")
         except ToolCallError as exc:
             return _error(str(exc))
@@ -355,6 +370,14 @@ class MetaTools:
 
     # --- telling clients about changes --------------------------------------------------------
 
+    def sessions(self) -> list[ServerSession]:
+        """The clients of the handshake era to notify of changes."""
+        return list(self._sessions)
+
+    async def publish(self, event: Any) -> None:
+        """Tell the 2026-07-28 clients' `subscriptions/listen` streams of a change."""
+        await self._bus.publish(event)
+
     async def track_sessions(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """Middleware: remember each client that completed the handshake, to notify it later."""
         result = await call_next(ctx)
@@ -417,6 +440,7 @@ def build_server(
         on_subscriptions_listen=meta.listen,
     )
     server.middleware.append(meta.track_sessions)
+    Proxied(gateway, meta.sessions, meta.publish).install(server)
 
     async def refresh(catalog: Catalog) -> None:
         await meta.catalog_changed(server, catalog)

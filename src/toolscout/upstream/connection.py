@@ -1,44 +1,81 @@
-"""One upstream MCP server's lifecycle: connect, list its tools, follow changes, proxy calls.
+"""One upstream MCP server's lifecycle: connect, list what it offers, follow changes, proxy requests.
 
 `Upstream.run()` is a single connection attempt: it connects (bounded by the start timeout),
-lists every page of tools, then serves until the upstream goes away or `stop()` is called, and
+lists every page of tools (and of resources, resource templates and prompts when it offers
+them), then serves until the upstream goes away or `stop()` is called, and
 returns with the upstream marked down and the reason recorded. It never raises on an upstream's
 failure, so a supervisor can simply call it again to restart (see `pool.py`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import warnings
+from contextvars import ContextVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import httpx2
 import mcp_types as types
 from mcp import Client, MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp.client.subscriptions import ListenNotSupportedError, ResourceUpdated, SubscriptionLost, ToolsListChanged
 from pydantic import ValidationError
 
 from toolscout import __version__
 from toolscout.errors import UpstreamError
 from toolscout.registry.loading import ServerSpec, redact, resolve_command, upstream_environment
 from toolscout.upstream.defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT
-from toolscout.upstream.limits import Limits, bound_result
+from toolscout.upstream.limits import Limits, bound_read, bound_result
+from toolscout.upstream.offerings import UpstreamOffer
 from toolscout.upstream.status import State, UpstreamStatus, describe_failure, summarize
 from toolscout.upstream.stderr import StderrTail
 from toolscout.upstream.stdio import stdio_transport
 from toolscout.upstream.streams import EndWatchingStream
 from toolscout.wording import plural
 
-__all__ = ["DEFAULT_CALL_TIMEOUT", "DEFAULT_START_TIMEOUT", "ProgressFn", "State", "Upstream", "UpstreamStatus"]
+__all__ = [
+    "CURRENT_CALLER",
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_START_TIMEOUT",
+    "Caller",
+    "NoticeFn",
+    "ProgressFn",
+    "State",
+    "Upstream",
+    "UpstreamStatus",
+]
 
 logger = logging.getLogger(__name__)
 
 # (progress, total, message) of a call in flight, as the SDK reports it.
 ProgressFn = Callable[[float, "float | None", "str | None"], Awaitable[None]]
+# Told of what an upstream announces for clients (a log message, a subscribed resource updated):
+# (server, the notification). Runs in the session's receive path: must not block.
+NoticeFn = Callable[[str, Any], None]
+_Result = TypeVar("_Result")
+
+
+class Caller(Protocol):
+    """The client whose request toolscout is relaying: where an upstream's own requests made during
+    it (sampling, elicitation) are sent, with the upstream named. Answers an ErrorData when that
+    client cannot answer."""
+
+    async def sample(self, server: str, params: types.CreateMessageRequestParams) -> Any: ...
+
+    async def elicit(self, server: str, params: types.ElicitRequestParams) -> Any: ...
+
+
+# Set by the MCP face around each client request it relays. On 2026-07-28 an upstream's questions
+# come back inside the call's own result ("input required"), in the calling task, so this tells
+# whose they are; on the handshake era they arrive on the session, and the calls in flight tell.
+CURRENT_CALLER: ContextVar[Caller | None] = ContextVar("toolscout_caller", default=None)
 
 # A server that pages forever (or repeats a cursor) must not hang the gateway.
 MAX_TOOL_PAGES = 500
@@ -55,6 +92,11 @@ _RELISTEN_MAX_DELAY = 60.0
 # are not followed by the client: the transports follow them within the endpoint's origin only.
 _HTTP_TIMEOUT = 30.0
 _HTTP_READ_TIMEOUT = 300.0
+
+
+async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 def _http_client(headers: Mapping[str, str]) -> httpx2.AsyncClient:
@@ -75,9 +117,11 @@ class Upstream:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         limits: Limits = Limits(),
         on_change: Callable[[], None] = lambda: None,
+        on_notice: NoticeFn = lambda server, notification: None,
         ping_timeout: float = DEFAULT_PING_TIMEOUT,
     ) -> None:
         self.spec = spec
+        self._on_notice = on_notice
         self.start_timeout = start_timeout
         self.call_timeout = spec.timeout or call_timeout
         self.ping_timeout = ping_timeout
@@ -98,12 +142,22 @@ class Upstream:
         self.state = State.STARTING
         self.reason: str | None = None
         self.tools: tuple[types.Tool, ...] = ()
+        self.offer = UpstreamOffer()
+        # The level of log messages clients asked for (None: none asked; nothing is relayed).
+        self.log_level: types.LoggingLevel | None = None
         self._instructions: str | None = None
         self._info: types.Implementation | None = None
         self._client: Client | None = None
         self._stop = anyio.Event()
         self._session_scope: anyio.CancelScope | None = None
         self._tools_changed = anyio.Event()
+        self._offer_changed = anyio.Event()
+        # Resources clients subscribed to (the upstream's URIs), and the signal to open a listen
+        # stream for a changed set (2026-07-28).
+        self._subscribed: set[str] = set()
+        self._relisten = anyio.Event()
+        # The clients whose requests are in flight here (for the upstream's sampling and elicitation).
+        self._callers: list[Caller] = []
         self._was_up = False
         self._up_at = 0.0
         self.restarts = 0  # counted by the supervisor
@@ -189,12 +243,16 @@ class Upstream:
                         mode="auto",
                         cache=None,
                         message_handler=self._on_message,
+                        # Declared so that upstreams may ask; relayed to the client whose call it is.
+                        sampling_callback=self._relay_sampling,
+                        elicitation_callback=self._relay_elicitation,
                         client_info=types.Implementation(name="toolscout", version=__version__),
                     )
                     await stack.enter_async_context(client)
                     self._instructions = client.instructions
                     self._info = client.server_info
                     self.tools = await self._list_tools(client)
+                    self.offer = await self._list_offer(client)
                     connected.set()
                     await self._serve(client, ended)
             tg.cancel_scope.cancel()
@@ -224,7 +282,9 @@ class Upstream:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._follow_tool_changes, client)
-                tg.start_soon(self._listen_for_tool_changes, client)
+                tg.start_soon(self._follow_offer_changes, client)
+                tg.start_soon(self._restore_log_level, client)
+                tg.start_soon(self._listen_for_changes, client)
                 await ended.wait()
                 tg.cancel_scope.cancel()
         finally:
@@ -266,47 +326,96 @@ class Upstream:
             self._fault = reason
 
     async def _list_tools(self, client: Client) -> tuple[types.Tool, ...]:
-        tools: list[types.Tool] = []
+        return await self._list_all("tools", lambda cursor: client.list_tools(cursor=cursor))
+
+    async def _list_offer(self, client: Client) -> UpstreamOffer:
+        """Its resources, resource templates and prompts, each only if it declares them."""
+        capabilities = client.server_capabilities
+        resources: Sequence[types.Resource] = ()
+        templates: Sequence[types.ResourceTemplate] = ()
+        prompts: Sequence[types.Prompt] = ()
+        if capabilities.resources is not None:
+            resources = await self._list_all("resources", lambda cursor: client.list_resources(cursor=cursor))
+            templates = await self._list_all(
+                "resource_templates", lambda cursor: client.list_resource_templates(cursor=cursor), optional=True
+            )
+        if capabilities.prompts is not None:
+            prompts = await self._list_all("prompts", lambda cursor: client.list_prompts(cursor=cursor))
+        return UpstreamOffer(tuple(resources), tuple(templates), tuple(prompts))
+
+    async def _list_all(
+        self, field: str, fetch: Callable[[str | None], Awaitable[Any]], *, optional: bool = False
+    ) -> tuple[Any, ...]:
+        """Every page of one listing. `optional`: a server that does not implement it lists nothing."""
+        items: list[Any] = []
         cursor: str | None = None
         seen_cursors: set[str] = set()
         for _ in range(MAX_TOOL_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
+            try:
+                page = await fetch(cursor)
+            except MCPError as exc:
+                if optional and exc.code == types.METHOD_NOT_FOUND:
+                    return ()
+                raise
+            items.extend(getattr(page, field))
             cursor = page.next_cursor
             if not cursor or cursor in seen_cursors:
                 break
             seen_cursors.add(cursor)
         else:
-            logger.warning("upstream '%s' listed more than %d pages of tools; kept those", self.name, MAX_TOOL_PAGES)
-        return tuple(tools)
+            logger.warning("upstream '%s' listed more than %d pages of %s; kept those", self.name, MAX_TOOL_PAGES,
+                           field.replace("_", " "))
+        return tuple(items)
 
     async def _on_message(self, message: Any) -> None:
         # Runs inside the session's receive path: never await a request here, only signal.
         if isinstance(message, types.ToolListChangedNotification):
             self._tools_changed.set()
+        elif isinstance(message, (types.ResourceListChangedNotification, types.PromptListChangedNotification)):
+            self._offer_changed.set()
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            self._on_notice(self.name, message)
+        elif isinstance(message, types.LoggingMessageNotification):
+            self._on_notice(self.name, self._redacted_log(message))
         elif isinstance(message, Exception):
             logger.debug("upstream '%s' transport error: %s", self.name, self._redact(str(message)))
 
-    async def _listen_for_tool_changes(self, client: Client) -> None:
-        """On 2026-07-28 an upstream announces tool changes only on a `subscriptions/listen` stream.
+    async def _listen_for_changes(self, client: Client) -> None:
+        """On 2026-07-28 an upstream announces list changes (tools, and resources and prompts when it
+        offers them) only on a `subscriptions/listen` stream.
 
-        Such a stream has no replay, so the tools are listed again each time one opens: a change
+        Such a stream has no replay, so everything is listed again each time one opens: a change
         made while none was open is not missed. A stream that ends, on purpose or not, is opened
         again after a pause that doubles while streams keep ending without a change: over HTTP
         nothing else tells that the upstream restarted (a proxy may also cut idle streams).
         On the handshake era the announcements come on the session itself (`_on_message`).
         """
-        tools = client.server_capabilities.tools
-        if tools is None or not tools.list_changed:
+        capabilities = client.server_capabilities
+        tools = bool(capabilities.tools is not None and capabilities.tools.list_changed)
+        resources = bool(capabilities.resources is not None and capabilities.resources.list_changed)
+        prompts = bool(capabilities.prompts is not None and capabilities.prompts.list_changed)
+        if not (tools or resources or prompts):
             return
         ended = 0  # streams in a row that ended without announcing a change
         while True:
             try:
-                async with client.listen(tools_list_changed=True) as subscription:
-                    self._tools_changed.set()
-                    async for _change in subscription:
-                        ended = 0
+                self._relisten = anyio.Event()
+                with anyio.CancelScope() as stream_scope:
+                    async with client.listen(
+                        tools_list_changed=tools, resources_list_changed=resources, prompts_list_changed=prompts,
+                        resource_subscriptions=sorted(self._subscribed),
+                    ) as subscription:
                         self._tools_changed.set()
+                        self._offer_changed.set()
+                        async with anyio.create_task_group() as tg:
+                            tg.start_soon(_cancel_when, self._relisten, stream_scope)
+                            async for change in subscription:
+                                ended = 0
+                                self._on_listen_event(change)
+                            tg.cancel_scope.cancel()
+                if stream_scope.cancelled_caught:
+                    ended = 0
+                    continue  # the resources subscribed to changed: open a stream for the new set
                 logger.debug("upstream '%s' closed its listen stream", self.name)
             except ListenNotSupportedError:
                 return
@@ -314,10 +423,21 @@ class Upstream:
                 logger.debug("upstream '%s': listen stream lost: %s", self.name, self._redact(str(exc)))
             except MCPError as exc:
                 log = logger.warning if ended == 0 else logger.debug
-                log("upstream '%s': cannot open a listen stream for its tool changes: %s",
+                log("upstream '%s': cannot open a listen stream for its list changes: %s",
                     self.name, self._redact(exc.message))
             await anyio.sleep(min(_RELISTEN_BASE_DELAY * 2**ended, _RELISTEN_MAX_DELAY))
             ended += 1
+
+    def _on_listen_event(self, change: Any) -> None:
+        if isinstance(change, ToolsListChanged):
+            self._tools_changed.set()
+        elif isinstance(change, ResourceUpdated):
+            # Relayed as the handshake era's notification: one shape for the gateway's listeners.
+            self._on_notice(self.name, types.ResourceUpdatedNotification(
+                params=types.ResourceUpdatedNotificationParams(uri=change.uri)
+            ))
+        else:
+            self._offer_changed.set()
 
     async def _follow_tool_changes(self, client: Client) -> None:
         """Re-list after each tools/list_changed; a burst of notifications costs one re-list."""
@@ -336,6 +456,23 @@ class Upstream:
             logger.info("upstream '%s' changed its tools: now %d", self.name, len(tools))
             self._on_change()
 
+    async def _follow_offer_changes(self, client: Client) -> None:
+        """Re-list resources, templates and prompts after each of their list_changed notifications."""
+        while True:
+            await self._offer_changed.wait()
+            self._offer_changed = anyio.Event()
+            try:
+                with anyio.fail_after(self.call_timeout):
+                    offer = await self._list_offer(client)
+            except Exception as exc:  # noqa: BLE001 - keep serving the previous lists
+                logger.warning("upstream '%s': re-listing resources and prompts failed: %s", self.name,
+                               self._redact(describe_failure(exc)))
+                continue
+            if offer != self.offer:
+                self.offer = offer
+                logger.info("upstream '%s' changed its resources or prompts", self.name)
+                self._on_change()
+
     async def call(
         self, tool: str, arguments: Mapping[str, Any], progress: ProgressFn | None = None
     ) -> types.CallToolResult:
@@ -345,8 +482,105 @@ class Upstream:
         (forwarded to `progress`) restarts it, so long jobs that report progress are not cut off.
         Waiting for a free slot (`max_concurrent_calls`) counts toward it.
         """
+        result = await self.request(
+            f"'{tool}'",
+            # Cancelling the call (our deadline, or the agent's cancellation) makes the SDK send
+            # the upstream notifications/cancelled.
+            lambda client, on_progress: client.call_tool(
+                tool, dict(arguments), progress_callback=on_progress, meta=self._meta()
+            ),
+            progress,
+        )
+        return self._bounded(tool, result)
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """Proxy resources/read of the upstream's own `uri`, cut to the result size limit."""
+        result = await self.request(f"resource '{uri}'", lambda client, _: client.read_resource(uri, meta=self._meta()))
+        return bound_read(result, self.limits.max_result_bytes, server=self.name, uri=uri)
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str]) -> types.GetPromptResult:
+        return await self.request(
+            f"prompt '{name}'", lambda client, _: client.get_prompt(name, dict(arguments), meta=self._meta())
+        )
+
+    async def complete(
+        self, ref: types.PromptReference | types.ResourceTemplateReference, argument: dict[str, str],
+        context: dict[str, str] | None,
+    ) -> types.CompleteResult:
+        return await self.request("a completion", lambda client, _: client.complete(ref, argument, context))
+
+    async def subscribe(self, uri: str, subscribe: bool) -> None:
+        """Subscribe to (or unsubscribe from) updates of the upstream's own `uri`: resources/subscribe
+        on the handshake era, the listen stream's resource subscriptions on 2026-07-28."""
+        (self._subscribed.add if subscribe else self._subscribed.discard)(uri)
+        client = self._client
+        if client is not None and client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            self._relisten.set()
+            return
+        verb = "subscribe to" if subscribe else "unsubscribe from"
+        await self.request(
+            f"a request to {verb} '{uri}'",
+            lambda client, _: client.subscribe_resource(uri) if subscribe else client.unsubscribe_resource(uri),
+        )
+
+    async def set_logging_level(self, level: types.LoggingLevel) -> None:
+        """The level of log messages clients want from this upstream, kept for its next sessions too.
+
+        On the handshake era it is sent as logging/setLevel (if the upstream declares logging); on
+        2026-07-28, where logging is an opt-in of each request, our requests carry it (`_meta`).
+        """
+        self.log_level = level
+        if self._client is not None:
+            await self._send_log_level(self._client)
+
+    async def _send_log_level(self, client: Client) -> None:
+        level = self.log_level
+        if level is None or client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        if client.server_capabilities.logging is None:
+            return
+        with warnings.catch_warnings():
+            # Deprecated in 2026-07-28, yet the way to ask a handshake-era server for its logs.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await self.request("logging/setLevel", lambda client, _: client.set_logging_level(level))
+
+    async def _restore_log_level(self, client: Client) -> None:
+        """A new session of an upstream that clients asked for log messages is asked again."""
+        try:
+            await self._send_log_level(client)
+        except UpstreamError as exc:
+            logger.info("%s", exc)
+
+    def _meta(self) -> dict[str, Any] | None:
+        """What each request carries: on 2026-07-28, the opt-in to log messages clients asked for."""
+        return {types.LOG_LEVEL_META_KEY: self.log_level} if self.log_level is not None else None
+
+    async def request(
+        self,
+        what: str,
+        send: Callable[[Client, Callable[[float, float | None, str | None], Awaitable[None]]], Awaitable[_Result]],
+        progress: ProgressFn | None = None,
+    ) -> _Result:
+        """Send one request of a client (`what` names it in errors) within the call timeout and the
+        call slots; every failure becomes an UpstreamError naming this upstream. `send(client,
+        on_progress)` makes the request; each progress report restarts the timeout."""
         if self._client is None or self.state is not State.UP:
             raise UpstreamError(self.name, f"is not available ({self.reason or 'not connected right now'})")
+        caller = CURRENT_CALLER.get()
+        if caller is not None:
+            self._callers.append(caller)
+        try:
+            return await self._send_request(what, send, progress)
+        finally:
+            if caller is not None:
+                self._callers.remove(caller)
+
+    async def _send_request(
+        self,
+        what: str,
+        send: Callable[[Client, Callable[[float, float | None, str | None], Awaitable[None]]], Awaitable[_Result]],
+        progress: ProgressFn | None,
+    ) -> _Result:
         timeout = self.call_timeout
         sent = False
         with anyio.CancelScope(deadline=anyio.current_time() + timeout) as deadline:
@@ -360,33 +594,54 @@ class Upstream:
                 for attempt in (1, 2):
                     client = self._client
                     if client is None:
-                        raise UpstreamError(self.name, f"went down before '{tool}' could be sent ({self.reason})")
+                        raise UpstreamError(self.name, f"went down before {what} could be sent ({self.reason})")
                     sent = True
                     try:
-                        # Cancelling the call (our deadline, or the agent's cancellation) makes the
-                        # SDK send the upstream notifications/cancelled.
-                        result = await client.call_tool(tool, dict(arguments), progress_callback=on_progress)
-                        break
+                        return await send(client, on_progress)
                     except MCPError as exc:
                         if attempt == 1 and self._session_gone(exc):
-                            # The upstream rejected the session, so it never ran the call: safe to resend.
+                            # The upstream rejected the session, so it never ran the request: safe to resend.
                             await self._reconnect(client)
                             continue
-                        raise self._call_error(tool, exc) from exc
+                        raise self._call_error(what, exc) from exc
                     except (RuntimeError, ValidationError) as exc:
                         raise UpstreamError(
-                            self.name, f"returned an invalid result for '{tool}': {self._redact(str(exc))}"
+                            self.name, f"returned an invalid result for {what}: {self._redact(str(exc))}"
                         ) from exc
-            return self._bounded(tool, result)
         if not sent:
             cap = self.limits.max_concurrent_calls
             raise UpstreamError(
                 self.name,
-                f"'{tool}' waited {timeout:g} s for one of the {cap} call slots of this upstream "
+                f"{what} waited {timeout:g} s for one of the {cap} call slots of this upstream "
                 "(max_concurrent_calls); the calls ahead of it are still running",
             )
         verdict = await self._probe_after_timeout()
-        raise UpstreamError(self.name, f"did not answer '{tool}' within {timeout:g} s{verdict}")
+        raise UpstreamError(self.name, f"did not answer {what} within {timeout:g} s{verdict}")
+
+    async def _relay_sampling(self, context: Any, params: types.CreateMessageRequestParams) -> Any:
+        caller = self._caller_asking("sample with the client's model (sampling/createMessage)")
+        return caller if isinstance(caller, types.ErrorData) else await caller.sample(self.name, params)
+
+    async def _relay_elicitation(self, context: Any, params: types.ElicitRequestParams) -> Any:
+        caller = self._caller_asking("ask the user (elicitation/create)")
+        return caller if isinstance(caller, types.ErrorData) else await caller.elicit(self.name, params)
+
+    def _caller_asking(self, what: str) -> Caller | types.ErrorData:
+        """The client an upstream's request made during a call goes to: the one whose call it is,
+        and never another (ErrorData when that cannot be told)."""
+        caller = CURRENT_CALLER.get()
+        if caller is not None:
+            return caller
+        callers = list(dict.fromkeys(self._callers))
+        if len(callers) == 1:
+            return callers[0]
+        why = (
+            "no client request is in flight on this upstream" if not callers else
+            "requests of several clients are in flight on this upstream, and toolscout does not relay "
+            "it to a client it cannot tell is the one asking"
+        )
+        logger.warning("upstream '%s' wanted to %s, but %s", self.name, what, why)
+        return types.ErrorData(code=types.INVALID_REQUEST, message=f"toolscout cannot {what}: {why}")
 
     async def _probe_after_timeout(self) -> str:
         """After a call timed out: ping; an upstream that does not answer that either is restarted.
@@ -433,11 +688,11 @@ class Upstream:
         while self._client is None or self._client is old:
             await self._client_changed.wait()
 
-    def _call_error(self, tool: str, exc: MCPError) -> UpstreamError:
+    def _call_error(self, what: str, exc: MCPError) -> UpstreamError:
         if exc.code == types.CONNECTION_CLOSED:
             why = self._fault or "it may have crashed"
-            return UpstreamError(self.name, f"closed the connection during '{tool}' ({self._redact(why)})")
-        return UpstreamError(self.name, f"rejected '{tool}': {self._redact(exc.message)}")
+            return UpstreamError(self.name, f"closed the connection during {what} ({self._redact(why)})")
+        return UpstreamError(self.name, f"rejected {what}: {self._redact(exc.message)}")
 
     def _bounded(self, tool: str, result: types.CallToolResult) -> types.CallToolResult:
         """Cut an oversized result to the limit; hide registry secrets an upstream echoes in an error."""
@@ -462,3 +717,18 @@ class Upstream:
 
     def _redact(self, text: str) -> str:
         return redact(text, self.spec.secrets)
+
+    def _redacted_log(self, message: types.LoggingMessageNotification) -> types.LoggingMessageNotification:
+        """A log message with the registry's secrets for this upstream hidden, whatever its shape."""
+        if not self.spec.secrets:
+            return message
+        text = json.dumps(message.params.data, ensure_ascii=False, default=str)
+        redacted = self._redact(text)
+        if redacted == text:
+            return message
+        try:
+            data = json.loads(redacted)
+        except ValueError:
+            data = redacted
+        params = message.params.model_copy(update={"data": data})
+        return message.model_copy(update={"params": params})

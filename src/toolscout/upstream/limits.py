@@ -8,16 +8,17 @@ open, or write without end. The numbers are defaults; `toolscout serve` takes a 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     import mcp_types as types
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "Limits", "bound_result", "human_size"]
+__all__ = ["DEFAULT_MAX_LINE_BYTES", "Limits", "bound_read", "bound_result", "human_size"]
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+_Item = TypeVar("_Item")
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,33 @@ def _cut(text: str, max_bytes: int) -> str:
     return text.encode("utf-8")[:max_bytes].decode("utf-8", errors="ignore")
 
 
+def _fit(
+    items: Sequence[_Item],
+    sizes: Sequence[int],
+    max_bytes: int,
+    cut: Callable[[_Item, int, int], tuple[_Item, str] | None],
+    left_out: Callable[[_Item, int], str],
+) -> tuple[list[_Item], list[str], int]:
+    """Items kept in order while they fit in `max_bytes`; the first that does not fit is cut to the
+    rest when `cut(item, budget, size)` can (else left out). Returns the kept items, what was cut
+    or left out, and the bytes left."""
+    budget = max_bytes
+    kept: list[_Item] = []
+    cuts: list[str] = []
+    for item, size in zip(items, sizes, strict=True):
+        shortened = cut(item, budget, size) if size > budget and budget > 0 else None
+        if size <= budget:
+            kept.append(item)
+            budget -= size
+        elif shortened is not None:
+            kept.append(shortened[0])
+            cuts.append(shortened[1])
+            budget = 0
+        else:
+            cuts.append(left_out(item, size))
+    return kept, cuts, budget
+
+
 def bound_result(result: types.CallToolResult, max_bytes: int, *, server: str, tool: str) -> types.CallToolResult:
     """`result` unchanged if it fits in `max_bytes`; otherwise cut to fit, with a note saying what went.
 
@@ -80,19 +108,15 @@ def bound_result(result: types.CallToolResult, max_bytes: int, *, server: str, t
     total = sum(sizes) + structured_bytes
     if total <= max_bytes:
         return result
-    budget = max_bytes
-    content: list[types.ContentBlock] = []
-    cuts: list[str] = []
-    for block, size in zip(result.content, sizes, strict=True):
-        if size <= budget:
-            content.append(block)
-            budget -= size
-        elif isinstance(block, types.TextContent) and budget > 0:
-            content.append(types.TextContent(text=_cut(block.text, budget)))
-            cuts.append(f"a text block cut from {human_size(size)} to {human_size(budget)}")
-            budget = 0
-        else:
-            cuts.append(f"a {block.type} block of {human_size(size)} left out")
+
+    def cut(block: types.ContentBlock, budget: int, size: int) -> tuple[types.ContentBlock, str] | None:
+        if not isinstance(block, types.TextContent):
+            return None
+        return types.TextContent(text=_cut(block.text, budget)), f"a text block cut from {human_size(size)} to {human_size(budget)}"
+
+    content, cuts, budget = _fit(
+        result.content, sizes, max_bytes, cut, lambda block, size: f"a {block.type} block of {human_size(size)} left out"
+    )
     if structured is not None and structured_bytes > budget:
         cuts.append(f"the structured content ({human_size(structured_bytes)}) left out")
         structured = None
@@ -105,3 +129,34 @@ def bound_result(result: types.CallToolResult, max_bytes: int, *, server: str, t
     return types.CallToolResult(
         content=content, structured_content=structured, is_error=result.is_error, meta=result.meta
     )
+
+
+def bound_read(result: types.ReadResourceResult, max_bytes: int, *, server: str, uri: str) -> types.ReadResourceResult:
+    """A resource read cut to `max_bytes` as `bound_result` cuts a tool result: contents kept in
+    order while they fit, the first text that does not fit cut, blobs that do not fit left out,
+    and a last text entry saying what went."""
+    import mcp_types as types  # with the SDK, which only a gateway making calls has imported
+
+    sizes = [
+        _text_bytes(item.text) if isinstance(item, types.TextResourceContents) else len(item.blob)
+        for item in result.contents
+    ]
+    total = sum(sizes)
+    if total <= max_bytes:
+        return result
+
+    def cut(item: Any, budget: int, size: int) -> tuple[Any, str] | None:
+        if not isinstance(item, types.TextResourceContents):
+            return None
+        cut_text = item.model_copy(update={"text": _cut(item.text, budget)})
+        return cut_text, f"the text of {item.uri} cut from {human_size(size)} to {human_size(budget)}"
+
+    contents, cuts, _ = _fit(
+        result.contents, sizes, max_bytes, cut, lambda item, size: f"the contents of {item.uri} ({human_size(size)}) left out"
+    )
+    note = (
+        f"[toolscout: resource '{uri}' from upstream '{server}' was {human_size(total)}, over the "
+        f"{human_size(max_bytes)} limit (max_result_bytes), so it was shortened: {'; '.join(cuts)}.]"
+    )
+    contents.append(types.TextResourceContents(uri=uri, mime_type="text/plain", text=note))
+    return result.model_copy(update={"contents": contents})

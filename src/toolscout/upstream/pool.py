@@ -30,6 +30,7 @@ from toolscout.registry.loading import ServerSpec
 from toolscout.upstream.connection import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_START_TIMEOUT,
+    NoticeFn,
     ProgressFn,
     State,
     Upstream,
@@ -37,6 +38,7 @@ from toolscout.upstream.connection import (
 )
 from toolscout.upstream.defaults import DEFAULT_MAX_RESTARTS, STABLE_UPTIME
 from toolscout.upstream.limits import Limits
+from toolscout.upstream.offerings import Offerings
 from toolscout.upstream.records import build_catalog
 
 __all__ = [
@@ -93,13 +95,15 @@ class UpstreamPool:
         stable_uptime: float = STABLE_UPTIME,
         limits: Limits = Limits(),
         on_change: Callable[[], None] = lambda: None,
+        on_notice: NoticeFn = lambda server, notification: None,
     ) -> None:
         self.max_restarts = max_restarts
         self.stable_uptime = stable_uptime
         self.limits = limits
         self.upstreams: dict[str, Upstream] = {
             spec.name: Upstream(
-                spec, start_timeout=start_timeout, call_timeout=call_timeout, limits=limits, on_change=on_change
+                spec, start_timeout=start_timeout, call_timeout=call_timeout, limits=limits, on_change=on_change,
+                on_notice=on_notice,
             )
             for spec in specs
         }
@@ -171,6 +175,10 @@ class UpstreamPool:
         """Records of the tools of every upstream that is up, with ids assigned over all of them."""
         live = {name: up.tools for name, up in self.upstreams.items() if up.state is State.UP}
         return Catalog.of(build_catalog(live))
+
+    def offerings(self) -> Offerings:
+        """The resources, templates and prompts of every upstream that is up, named for clients."""
+        return Offerings.of({name: up.offer for name, up in self.upstreams.items() if up.state is State.UP})
 
     async def call(
         self, tool: ToolRecord, arguments: Mapping[str, Any], progress: ProgressFn | None = None

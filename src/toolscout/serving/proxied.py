@@ -1,0 +1,223 @@
+"""What the gateway relays besides its two tools: resources, resource templates, prompts,
+completions and logging, each under the names `toolscout.naming` gives them.
+
+    proxied = Proxied(gateway, clients)       # clients: who to tell about changes (server.Clients)
+    proxied.install(server)                   # registers the handlers on the SDK server
+
+- `resources/list`, `resources/templates/list`, `prompts/list`: what the upstreams that are up
+  list, screened like tools (`Gateway.offerings`).
+- `resources/read`, `prompts/get`, `completion/complete`: to the upstream that owns the name, as a
+  JSON-RPC error with a message saying what to do when it cannot be served.
+- `resources/subscribe` / `unsubscribe`: forwarded once per URI; updates reach the clients that
+  subscribed (handshake era) and `subscriptions/listen` streams (2026-07-28).
+- `logging/setLevel`: remembered per client session and forwarded to every upstream that
+  declares logging; upstream log messages reach the sessions that asked for them at or above
+  their level, tagged with the server (`logger` is `server` or `server/their logger`) and
+  bounded in rate per upstream.
+- list_changed for resources and prompts is forwarded when what clients would list changes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import MCPError
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated
+
+from toolscout.errors import NotOfferedError, RequestError, UpstreamError
+from toolscout.gateway import Gateway
+from toolscout.naming import namespaced_uri
+
+__all__ = ["LOG_BURST", "LOG_RATE", "LogRate", "Proxied", "RESOURCE_NOT_FOUND"]
+
+logger = logging.getLogger(__name__)
+
+# The spec's error code for a resource that does not exist.
+RESOURCE_NOT_FOUND = -32002
+# Upstream log messages relayed per upstream: a burst of this many, then this many a second.
+LOG_BURST = 50
+LOG_RATE = 10.0
+_LEVELS: tuple[types.LoggingLevel, ...] = (
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
+)
+
+
+class LogRate:
+    """A token bucket per upstream: a chatty (or hostile) upstream cannot flood the clients."""
+
+    def __init__(self, burst: int = LOG_BURST, rate: float = LOG_RATE, clock: Callable[[], float] = anyio.current_time) -> None:
+        self._burst, self._rate, self._clock = burst, rate, clock
+        self._tokens: dict[str, tuple[float, float]] = {}
+        self.dropped: dict[str, int] = {}
+
+    def allow(self, server: str) -> bool:
+        now = self._clock()
+        tokens, then = self._tokens.get(server, (float(self._burst), now))
+        tokens = min(float(self._burst), tokens + (now - then) * self._rate)
+        if tokens < 1:
+            self._tokens[server] = (tokens, now)
+            self.dropped[server] = self.dropped.get(server, 0) + 1
+            return False
+        self._tokens[server] = (tokens - 1, now)
+        return True
+
+
+class Proxied:
+    """Handlers for what is relayed, over one gateway; `sessions()` are the handshake-era clients
+    to notify, `publish(event)` reaches the 2026-07-28 listen streams."""
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        sessions: Callable[[], list[ServerSession]],
+        publish: Callable[[Any], Any],
+        *,
+        rate: LogRate | None = None,
+    ) -> None:
+        self.gateway = gateway
+        self._sessions = sessions
+        self._publish = publish
+        self._rate = rate or LogRate()
+        # Per client session: the level it asked for (only sessions that asked get log messages).
+        self._levels: dict[ServerSession, types.LoggingLevel] = {}
+        # Namespaced URI -> the sessions subscribed to it.
+        self._subscribers: dict[str, list[ServerSession]] = {}
+        gateway.add_offerings_listener(self._offerings_changed)
+        gateway.add_notice_listener(self._notice)
+
+    def install(self, server: Server[Any]) -> None:
+        for method, params, handler in (
+            ("resources/list", types.PaginatedRequestParams, self.list_resources),
+            ("resources/templates/list", types.PaginatedRequestParams, self.list_resource_templates),
+            ("resources/read", types.ReadResourceRequestParams, self.read_resource),
+            ("resources/subscribe", types.SubscribeRequestParams, self.subscribe),
+            ("resources/unsubscribe", types.UnsubscribeRequestParams, self.unsubscribe),
+            ("prompts/list", types.PaginatedRequestParams, self.list_prompts),
+            ("prompts/get", types.GetPromptRequestParams, self.get_prompt),
+            ("completion/complete", types.CompleteRequestParams, self.complete),
+            # Registered directly: the SDK's constructor argument warns that logging is deprecated
+            # in 2026-07-28, yet clients of the handshake era still use it.
+            ("logging/setLevel", types.SetLevelRequestParams, self.set_level),
+        ):
+            server.add_request_handler(method, params, handler)  # type: ignore[arg-type]
+
+    # --- lists ------------------------------------------------------------------------------
+
+    async def list_resources(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=self.gateway.offerings.listed_resources())
+
+    async def list_resource_templates(
+        self, ctx: ServerRequestContext[Any], params: Any
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=self.gateway.offerings.listed_templates())
+
+    async def list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=self.gateway.offerings.listed_prompts())
+
+    # --- requests routed to the owner -------------------------------------------------------
+
+    async def read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        return await _relayed(self.gateway.read_resource(params.uri), not_found=RESOURCE_NOT_FOUND)
+
+    async def get_prompt(self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        return await _relayed(self.gateway.get_prompt(params.name, params.arguments or {}))
+
+    async def complete(self, ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> types.CompleteResult:
+        argument = {"name": params.argument.name, "value": params.argument.value}
+        context = params.context.arguments if params.context is not None else None
+        return await _relayed(self.gateway.complete(params.ref, argument, context))
+
+    async def subscribe(self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
+        subscribers = self._subscribers.setdefault(params.uri, [])
+        if not subscribers:
+            await _relayed(self.gateway.subscribe(params.uri), not_found=RESOURCE_NOT_FOUND)
+        if ctx.session not in subscribers:
+            subscribers.append(ctx.session)
+        return types.EmptyResult()
+
+    async def unsubscribe(self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        subscribers = self._subscribers.get(params.uri, [])
+        if ctx.session in subscribers:
+            subscribers.remove(ctx.session)
+        if not subscribers and self._subscribers.pop(params.uri, None) is not None:
+            await _relayed(self.gateway.subscribe(params.uri, False), not_found=RESOURCE_NOT_FOUND)
+        return types.EmptyResult()
+
+    async def set_level(self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
+        self._levels[ctx.session] = params.level
+        # Upstreams send what the most talkative client asked for; each client gets its own share.
+        await self.gateway.set_logging_level(min(self._levels.values(), key=_LEVELS.index))
+        return types.EmptyResult()
+
+    # --- what upstreams announce ------------------------------------------------------------
+
+    async def _notice(self, server: str, notification: Any) -> None:
+        if isinstance(notification, types.ResourceUpdatedNotification):
+            await self._resource_updated(namespaced_uri(server, notification.params.uri))
+        elif isinstance(notification, types.LoggingMessageNotification):
+            await self._log(server, notification.params)
+
+    async def _resource_updated(self, uri: str) -> None:
+        for session in list(self._subscribers.get(uri, ())):
+            if not await _told(session.send_resource_updated(uri)):
+                self._subscribers[uri].remove(session)
+        await self._publish(ResourceUpdated(uri=uri))
+
+    async def _log(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
+        if not self._levels or not self._rate.allow(server):
+            return
+        dropped = self._rate.dropped.pop(server, 0)
+        tagged = params.model_copy(update={"logger": f"{server}/{params.logger}" if params.logger else server})
+        messages = [tagged]
+        if dropped:
+            messages.insert(0, types.LoggingMessageNotificationParams(
+                level="warning", logger="toolscout",
+                data=f"{dropped} log message(s) of upstream '{server}' were dropped (over {LOG_RATE:g} a second)",
+            ))
+        for session, level in list(self._levels.items()):
+            for message in messages:
+                if _LEVELS.index(message.level) >= _LEVELS.index(level):
+                    if not await _told(session.send_notification(types.LoggingMessageNotification(params=message))):
+                        self._levels.pop(session, None)
+                        break
+
+    async def _offerings_changed(self, resources: bool, prompts: bool) -> None:
+        for session in self._sessions():
+            if resources:
+                await _told(session.send_resource_list_changed())
+            if prompts:
+                await _told(session.send_prompt_list_changed())
+        if resources:
+            await self._publish(ResourcesListChanged())
+        if prompts:
+            await self._publish(PromptsListChanged())
+
+
+async def _told(sending: Any) -> bool:
+    """Await a notification to one client; False when that client went away."""
+    try:
+        await sending
+    except Exception:  # noqa: BLE001 - a client that went away is simply forgotten
+        return False
+    return True
+
+
+async def _relayed(request: Any, *, not_found: int = types.INVALID_PARAMS) -> Any:
+    """Await a gateway request; what cannot be served becomes a JSON-RPC error saying why."""
+    try:
+        return await request
+    except NotOfferedError as exc:
+        raise MCPError(not_found, str(exc)) from exc
+    except RequestError as exc:
+        raise MCPError(types.INVALID_PARAMS, str(exc)) from exc
+    except UpstreamError as exc:
+        raise MCPError(types.INTERNAL_ERROR, f"{exc}. Try again later.") from exc

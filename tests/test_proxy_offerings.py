@@ -1,0 +1,238 @@
+"""Resources, resource templates, prompts, completions and logging relayed through toolscout, over
+real MCP sessions with the App `serve` builds, against the library server (tests/upstreams) and
+the reference "everything" server from npm."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, MCPError
+from support.gateway_session import app_config
+from support.registries import python_server, write_registry
+
+from toolscout.app import App, PinOptions
+from toolscout.cli import main
+from toolscout.serving.proxied import RESOURCE_NOT_FOUND, LogRate
+
+pytestmark = pytest.mark.anyio
+
+README = "toolscout://library/library://readme"
+BOOKS = "toolscout://library/library://books/{title}"
+
+
+class Received(list[Any]):
+    """Every notification a client received, and a way to wait for one of a kind."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._arrived = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        self.append(message)
+        self._arrived.set()
+        self._arrived = anyio.Event()
+
+    async def first(self, kind: type) -> Any:
+        """The first message of `kind`, once it has arrived (the caller bounds the wait)."""
+        while not any(isinstance(m, kind) for m in self):
+            await self._arrived.wait()
+        return next(m for m in self if isinstance(m, kind))
+
+
+@asynccontextmanager
+async def library(
+    tmp_path: Path, *flags: str, env: dict[str, str] | None = None, **config: Any
+) -> AsyncIterator[tuple[App, Client, Received]]:
+    """toolscout over the library server (and the notes server: two upstreams), a client session
+    on it, and every notification and log message that client received."""
+    library_entry = python_server("library_server.py", *flags, **({"env": env} if env else {}))
+    registry = write_registry(tmp_path / "r.json", {"library": library_entry, "notes": python_server("notes_server.py")})
+    received = Received()
+    async with App(app_config(registry, **config)) as app:
+        await app.gateway.ready(30)
+        async with Client(app.server, mode="legacy", message_handler=received) as client:
+            yield app, client, received
+
+
+async def test_resources_and_templates_are_listed_under_namespaced_uris_that_read_back_from_their_owner(tmp_path: Path) -> None:
+    with anyio.fail_after(60):
+        async with library(tmp_path) as (_, client, _):
+            resources = (await client.list_resources()).resources
+            templates = (await client.list_resource_templates()).resource_templates
+            readme = await client.read_resource(README)
+            dune = await client.read_resource(BOOKS.replace("{title}", "dune"))
+            big = await client.read_resource("toolscout://library/library://big")
+            own = await client.read_resource("library://books/emma")  # only one upstream offers it
+            with pytest.raises(MCPError) as unknown:
+                await client.read_resource("gopher://nowhere")
+            with pytest.raises(MCPError) as unknown_server:
+                await client.read_resource("toolscout://nowhere/library://readme")
+    assert {r.uri for r in resources} == {README, "toolscout://library/library://big"}
+    shown = next(r for r in resources if r.uri == README)
+    assert (shown.title, shown.description, shown.mime_type) == ("Read me", "What this library holds.", "text/plain")
+    assert [t.uri_template for t in templates] == [BOOKS]
+    assert readme.contents[0].uri == README and "holds 2 books" in readme.contents[0].text
+    assert dune.contents[0].text.startswith("Dune, by Frank Herbert")
+    # Cut to max_result_bytes like a tool result, with a note saying so.
+    assert sum(len(c.text) for c in big.contents[:-1]) <= 256 * 1024
+    assert "over the 256 KiB limit (max_result_bytes)" in big.contents[-1].text
+    assert own.contents[0].uri == "toolscout://library/library://books/emma" and own.contents[0].text == "Emma, by Jane Austen."
+    assert unknown.value.code == RESOURCE_NOT_FOUND and "toolscout://SERVER/URI" in unknown.value.error.message
+    assert unknown_server.value.code == RESOURCE_NOT_FOUND
+
+
+async def test_prompts_are_listed_with_namespaced_names_and_their_arguments_checked(tmp_path: Path) -> None:
+    with anyio.fail_after(60):
+        async with library(tmp_path) as (_, client, _):
+            prompts = (await client.list_prompts()).prompts
+            got = await client.get_prompt("library__discuss", {"title": "dune", "style": "long"})
+            with pytest.raises(MCPError) as missing:
+                await client.get_prompt("library__discuss", {"style": "long"})
+            with pytest.raises(MCPError) as extra:
+                await client.get_prompt("library__discuss", {"title": "dune", "mood": "sad"})
+            own = await client.get_prompt("discuss", {"title": "emma"})  # its own name: one upstream has it
+            with pytest.raises(MCPError) as unknown:
+                await client.get_prompt("chat", {"title": "dune"})
+    assert [p.name for p in prompts] == ["library__discuss"]
+    assert [(a.name, a.required) for a in prompts[0].arguments] == [("title", True), ("style", False)]
+    assert got.messages[0].content.text == "Discuss the book 'dune' in a long style."
+    assert "missing required argument(s): title" in missing.value.error.message
+    assert "It takes: title, style (optional)" in missing.value.error.message
+    assert "unknown argument(s): mood" in extra.value.error.message
+    assert own.messages[0].content.text == "Discuss the book 'emma' in a short style."
+    assert "Unknown prompt 'chat'" in unknown.value.error.message and "library__discuss" in unknown.value.error.message
+
+
+async def test_an_upstreams_own_uri_that_two_upstreams_offer_must_be_namespaced(tmp_path: Path) -> None:
+    registry = write_registry(tmp_path / "r.json", {
+        "library": python_server("library_server.py"), "annex": python_server("library_server.py"),
+    })
+    with anyio.fail_after(60):
+        async with App(app_config(registry)) as app:
+            await app.gateway.ready(30)
+            async with Client(app.server, mode="legacy") as client:
+                with pytest.raises(MCPError) as ambiguous:
+                    await client.read_resource("library://readme")
+                annex = await client.read_resource("toolscout://annex/library://readme")
+                prompts = [p.name for p in (await client.list_prompts()).prompts]
+    assert "offered by several servers (annex, library)" in ambiguous.value.error.message
+    assert annex.contents[0].uri == "toolscout://annex/library://readme"
+    assert prompts == ["annex__discuss", "library__discuss"]
+
+
+async def test_completions_are_routed_to_the_upstream_that_owns_the_prompt_or_template(tmp_path: Path) -> None:
+    with anyio.fail_after(60):
+        async with library(tmp_path) as (_, client, _):
+            by_template = await client.complete(types.ResourceTemplateReference(uri=BOOKS), {"name": "title", "value": "d"})
+            by_prompt = await client.complete(types.PromptReference(name="library__discuss"), {"name": "title", "value": "e"})
+            with pytest.raises(MCPError) as unknown:
+                await client.complete(types.PromptReference(name="notes__discuss"), {"name": "title", "value": ""})
+    assert by_template.completion.values == ["dune"]
+    assert by_prompt.completion.values == ["emma"]
+    assert "Unknown prompt 'notes__discuss'" in unknown.value.error.message
+
+
+async def test_log_messages_reach_a_client_that_set_a_level_tagged_with_their_server(tmp_path: Path) -> None:
+    token = "lib-7f3a9c2e51d84b06"
+    with anyio.fail_after(60):
+        async with library(tmp_path, env={"LIBRARY_TOKEN": token}) as (_, client, received):
+            await client.call_tool("execute_tool", {"name": "library__chatter", "arguments": {"count": 2}})
+            before = [m for m in received if isinstance(m, types.LoggingMessageNotification)]
+            with pytest.warns(Warning):  # the SDK marks logging deprecated in 2026-07-28
+                await client.set_logging_level("info")
+            await client.call_tool("execute_tool", {"name": "library__chatter", "arguments": {"count": 3}})
+    logs = [m.params for m in received if isinstance(m, types.LoggingMessageNotification)]
+    assert before == []  # nobody asked: nothing relayed
+    assert [(p.logger, p.data) for p in logs] == [
+        ("library/worker", "working on step 0 with token ***"),  # the registry's secret never reaches a client
+        ("library/worker", "working on step 1"),
+        ("library/worker", "working on step 2"),
+    ]
+
+
+def test_log_messages_are_bounded_in_rate_per_upstream() -> None:
+    now = [0.0]
+    rate = LogRate(burst=3, rate=1.0, clock=lambda: now[0])
+    first = [rate.allow("chatty") for _ in range(5)]
+    other = rate.allow("quiet")
+    now[0] += 2.0
+    later = [rate.allow("chatty") for _ in range(3)]
+    assert first == [True, True, True, False, False] and other
+    assert later == [True, True, False] and rate.dropped["chatty"] == 3
+
+
+async def test_subscribed_resource_updates_and_list_changes_reach_the_client(tmp_path: Path) -> None:
+    with anyio.fail_after(60):
+        async with library(tmp_path) as (app, client, received):
+            with pytest.warns(Warning):  # the SDK marks resources/subscribe removed in 2026-07-28
+                await client.subscribe_resource(README)
+            await client.call_tool("execute_tool", {"name": "library__add_book", "arguments": {"title": "ulysses", "text": "Joyce."}})
+            updated = await received.first(types.ResourceUpdatedNotification)
+            await client.call_tool("execute_tool", {"name": "library__shelve", "arguments": {"title": "emma"}})
+            await received.first(types.ResourceListChangedNotification)
+            listed = {r.uri for r in (await client.list_resources()).resources}
+    assert updated.params.uri == README
+    assert "toolscout://library/library://shelf/emma" in listed
+
+
+async def test_a_prompt_with_hidden_instructions_is_withheld_and_a_changed_one_quarantined(tmp_path: Path) -> None:
+    pins = PinOptions(tmp_path / "pins.json")
+    with anyio.fail_after(90):
+        async with library(tmp_path, "--poisoned", pins=pins, allow_flagged=False) as (app, client, _):
+            first = [p.name for p in (await client.list_prompts()).prompts]
+            with pytest.raises(MCPError) as poisoned:
+                await client.get_prompt("library__summarize_library", {})
+        async with library(tmp_path, "--reworded", pins=pins, allow_flagged=False) as (app, client, _):
+            second = [p.name for p in (await client.list_prompts()).prompts]
+            with pytest.raises(MCPError) as changed:
+                await client.get_prompt("library__discuss", {"title": "dune"})
+        approved = main(["approve", "--pins", str(pins.path), "--server", "library", "prompt:discuss", "--yes"])
+        async with library(tmp_path, "--reworded", pins=pins, allow_flagged=False) as (app, client, _):
+            after = (await client.get_prompt("library__discuss", {"title": "dune"})).messages
+    assert first == ["library__discuss"]
+    assert "withheld" in poisoned.value.error.message and "hidden instructions" in poisoned.value.error.message
+    assert "id_rsa" not in poisoned.value.error.message
+    assert second == []
+    assert "definition changed" in changed.value.error.message
+    assert "toolscout approve --server library prompt:discuss" in changed.value.error.message
+    assert approved == 0 and after
+
+
+@pytest.mark.skipif(shutil.which("npx") is None, reason="needs npx (Node.js) for the reference everything server")
+async def test_the_reference_everything_servers_resources_prompts_and_completions_pass_through(tmp_path: Path) -> None:
+    registry = write_registry(tmp_path / "r.json", {
+        "everything": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything@2026.8.31"]},
+    })
+    with anyio.fail_after(120):
+        async with App(app_config(registry, gateway=_patient())) as app:
+            await app.gateway.ready(90)
+            async with Client(app.server, mode="legacy") as client:
+                resources = (await client.list_resources()).resources
+                templates = (await client.list_resource_templates()).resource_templates
+                prompts = (await client.list_prompts()).prompts
+                first = await client.read_resource(resources[0].uri)
+                simple = await client.get_prompt("everything__simple-prompt", {})
+                template = next(t for t in templates if "{" in t.uri_template)
+                variable = template.uri_template.split("{", 1)[1].split("}", 1)[0]
+                completion = await client.complete(
+                    types.ResourceTemplateReference(uri=template.uri_template), {"name": variable, "value": "1"}
+                )
+    assert resources and all(r.uri.startswith("toolscout://everything/") for r in resources)
+    assert first.contents and first.contents[0].uri == resources[0].uri
+    assert "everything__simple-prompt" in {p.name for p in prompts}
+    assert simple.messages
+    assert isinstance(completion.completion.values, list)
+
+
+def _patient() -> Any:
+    from toolscout.gateway import GatewayOptions
+
+    return GatewayOptions(start_timeout=90, max_restarts=0)
+
