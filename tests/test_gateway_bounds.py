@@ -68,11 +68,13 @@ async def test_a_call_that_waits_too_long_for_a_free_slot_fails_saying_so(tmp_pa
     with anyio.fail_after(30):
         async with gateway_session(_registry(tmp_path, timeout=2), limits=Limits(max_concurrent_calls=1)) as (_, client):
             async with anyio.create_task_group() as tg:
+                # Alive (its progress restarts its timeout) and holding the only slot for as long as it runs.
                 tg.start_soon(lambda: client.call_tool(
-                    "execute_tool", {"name": "hostile__hang_after_progress", "arguments": {}}, progress_callback=on_progress
+                    "execute_tool", {"name": "hostile__busy_forever", "arguments": {}}, progress_callback=on_progress
                 ))
                 await running.wait()
                 queued = await client.call_tool("execute_tool", {"name": "hostile__echo", "arguments": {"text": "hi"}})
+                tg.cancel_scope.cancel()
     assert queued.is_error
     assert "upstream 'hostile': 'echo' waited 2 s for one of the 1 call slots" in text_of(queued)
 

@@ -88,6 +88,16 @@ async def test_resources_and_templates_are_listed_under_namespaced_uris_that_rea
     assert unknown_server.value.code == RESOURCE_NOT_FOUND
 
 
+async def test_an_upstream_whose_resources_cannot_be_listed_still_serves_its_tools(tmp_path: Path) -> None:
+    with anyio.fail_after(60):
+        async with library(tmp_path, "--broken-resources") as (_, client, _):
+            resources = (await client.list_resources()).resources
+            prompts = [p.name for p in (await client.list_prompts()).prompts]
+            added = await client.call_tool("execute_tool", {"name": "library__add_book", "arguments": {"title": "a", "text": "b"}})
+    assert resources == [] and prompts == []
+    assert not added.is_error
+
+
 async def test_prompts_are_listed_with_namespaced_names_and_their_arguments_checked(tmp_path: Path) -> None:
     with anyio.fail_after(60):
         async with library(tmp_path) as (_, client, _):

@@ -104,3 +104,35 @@ async def test_a_handshake_era_upstreams_requests_on_the_session_reach_the_calli
     assert person.asked[1].startswith("Upstream server 'everything' asks: ")
     assert not elicited.is_error
     assert refused.is_error and "did not declare the sampling capability" in text_of(refused)
+
+
+async def test_a_2026_07_28_client_gets_the_upstreams_input_required_as_its_own_and_retries(tmp_path: Path) -> None:
+    registry = write_registry(tmp_path / "r.json", {
+        "library": python_server("library_server.py"), "conformance": python_server("conformance_server.py"),
+    })
+    person, context = Person(pick="dune"), Person()
+
+    async def give_context(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        context.asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"context": "a rainy day"})
+
+    with anyio.fail_after(60):
+        async with App(app_config(registry)) as app:
+            await app.gateway.ready(30)
+            # No back-channel on this protocol: the questions travel in the results, and the client retries.
+            async with Client(app.server, mode="2026-07-28", sampling_callback=person.sample,
+                              elicitation_callback=person.elicit) as client:
+                recommended = await client.call_tool("execute_tool", execute("library__recommend"))
+                borrowed = await client.call_tool("execute_tool", execute("library__borrow", title="emma"))
+            async with Client(app.server, mode="2026-07-28", elicitation_callback=give_context) as client:
+                prompt = await client.get_prompt("conformance__test_input_required_result_prompt", {})
+            async with Client(app.server, mode="2026-07-28") as unable:
+                refused = await unable.call_tool("execute_tool", execute("library__recommend"))
+    assert text_of(recommended) == "the model recommends dune" and text_of(borrowed) == "lent emma"
+    assert person.asked == [
+        "(Asked by the upstream server 'library' through toolscout.)",
+        "Upstream server 'library' asks: Agree to the lending terms for emma?",
+    ]
+    assert context.asked == ["Upstream server 'conformance' asks: What context should the prompt use?"]
+    assert prompt.messages[0].content.text == "Use this context: a rainy day"
+    assert refused.is_error and "did not declare the sampling capability" in text_of(refused)

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     import mcp_types as types
 
     from toolscout.learning.examples import Example
-    from toolscout.upstream.connection import ProgressFn
+    from toolscout.upstream.connection import InputRound, ProgressFn
     from toolscout.upstream.offerings import Offerings
 
 __all__ = [
@@ -405,9 +405,12 @@ class Gateway:
         )
 
     async def call(
-        self, tool: ToolRecord, arguments: Mapping[str, Any], progress: ProgressFn | None = None
-    ) -> types.CallToolResult:
-        return await self._pool.call(tool, arguments, progress)
+        self, tool: ToolRecord, arguments: Mapping[str, Any], progress: ProgressFn | None = None,
+        round_: InputRound | None = None,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Call `tool` on its upstream; "input required" only for a client that cannot be asked
+        back (`toolscout.upstream.connection.InputRound`)."""
+        return await self._pool.call(tool, arguments, progress, round_)
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         """Read a namespaced resource from the upstream that owns it; its contents keep our names."""
@@ -423,8 +426,11 @@ class Gateway:
         server, own = self._owner_of_uri(uri)
         await self._pool.upstreams[server].subscribe(own, subscribe)
 
-    async def get_prompt(self, name: str, arguments: Mapping[str, str]) -> types.GetPromptResult:
-        """Get a prompt by its exposed name from its upstream, after checking the arguments."""
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str], round_: InputRound | None = None
+    ) -> tuple[str, types.GetPromptResult | types.InputRequiredResult]:
+        """(its server, the prompt) by its exposed name from its upstream, after checking the
+        arguments; "input required" only for a client that cannot be asked back."""
         from toolscout.errors import NotOfferedError, RequestError
 
         if name in self._offerings.withheld:
@@ -442,7 +448,7 @@ class Gateway:
                 [f"unknown argument(s): {', '.join(unknown)}"] if unknown else [])
             expected = ", ".join(f"{a}{'' if arg.required else ' (optional)'}" for a, arg in declared.items()) or "none"
             raise RequestError(f"Prompt '{name}': {'; '.join(problems)}. It takes: {expected}.")
-        return await self._pool.upstreams[server].get_prompt(prompt.name, arguments)
+        return server, await self._pool.upstreams[server].get_prompt(prompt.name, arguments, round_)
 
     async def complete(
         self, ref: types.PromptReference | types.ResourceTemplateReference, argument: dict[str, str],

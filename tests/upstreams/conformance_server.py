@@ -1,6 +1,6 @@
 """The fixtures the MCP conformance suite's server scenarios read that a gateway relays: resources,
-a resource template, prompts, completions and logging, with the names and contents the scenarios
-expect (`npx @modelcontextprotocol/conformance list`). toolscout is judged in front of it
+a resource template, prompts (one that needs the user's input first, 2026-07-28), completions and logging, with the
+names and contents the scenarios expect (`npx @modelcontextprotocol/conformance list`). toolscout is judged in front of it
 (benchmarks/conformance.sh). Run as a stdio subprocess."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import base64
 import json
 
 import mcp_types as types
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("conformance", instructions="Fixtures of the MCP conformance suite.")
 # A 1x1 transparent PNG.
@@ -67,6 +67,20 @@ def prompt_with_image() -> list[types.ContentBlock]:
         types.ImageContent(data=PNG, mime_type="image/png"),
         types.TextContent(text="Please analyze the image above."),
     ]
+
+
+@server.prompt(name="test_input_required_result_prompt", description="A prompt that first asks the user for context.")
+def input_required_prompt(ctx: Context) -> str | types.InputRequiredResult:
+    if not ctx.input_responses:
+        return types.InputRequiredResult(input_requests={"user_context": types.ElicitRequest(
+            params=types.ElicitRequestFormParams(
+                message="What context should the prompt use?",
+                requested_schema={"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]},
+            )
+        )})
+    answer = ctx.input_responses["user_context"]
+    context = (getattr(answer, "content", None) or {}).get("context", "")
+    return f"Use this context: {context}"
 
 
 @server.completion()

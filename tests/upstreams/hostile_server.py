@@ -94,11 +94,13 @@ async def hang() -> str:
 
 
 @server.tool()
-async def hang_after_progress(ctx: Context) -> str:
-    """Report progress once (so the caller knows this call is running), then never answer."""
-    await ctx.report_progress(1, None, "started")
-    await anyio.sleep_forever()
-    return "unreachable"
+async def busy_forever(ctx: Context) -> str:
+    """Report progress every fifth of a second (so the call stays alive and holds its slot), never answer."""
+    step = 0
+    while True:
+        step += 1
+        await ctx.report_progress(step, None, "working")
+        await anyio.sleep(0.2)
 
 
 @server.tool()

@@ -2,10 +2,11 @@
 template, prompts, completions, logging, resource subscriptions, and tools that ask the client
 to elicit or sample in the middle of a call.
 
-    python library_server.py [--poisoned] [--reworded]
+    python library_server.py [--poisoned] [--reworded] [--broken-resources]
 
 --poisoned: one more prompt, whose description hides instructions; --reworded: the `discuss`
-prompt's description says something else (a changed definition, for pinning).
+prompt's description says something else (a changed definition, for pinning); --broken-resources:
+resources/list fails.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 POISONED = "--poisoned" in sys.argv[1:]
+BROKEN = "--broken-resources" in sys.argv[1:]
 REWORDED = "--reworded" in sys.argv[1:]
 server = MCPServer("library", instructions="A small library: books as resources, prompts to discuss them.")
 BOOKS = {"dune": "Dune, by Frank Herbert: spice, sand and politics.", "emma": "Emma, by Jane Austen."}
@@ -156,7 +158,13 @@ async def unsubscribe(ctx: object, params: types.UnsubscribeRequestParams) -> ty
     return types.EmptyResult()
 
 
+async def broken_list(ctx: object, params: object) -> types.ListResourcesResult:
+    raise RuntimeError("the catalogue database is locked")
+
+
 server._lowlevel_server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+if BROKEN:
+    server._lowlevel_server.add_request_handler("resources/list", types.PaginatedRequestParams, broken_list)
 server._lowlevel_server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, subscribe)
 server._lowlevel_server.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, unsubscribe)
 

@@ -31,9 +31,10 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated
 
-from toolscout.errors import NotOfferedError, RequestError, UpstreamError
+from toolscout.errors import NotOfferedError, RequestError, ToolCallError, UpstreamError
 from toolscout.gateway import Gateway
 from toolscout.naming import namespaced_uri
+from toolscout.serving.relay import asking_client, input_round, relaying
 
 __all__ = ["LOG_BURST", "LOG_RATE", "LogRate", "Proxied", "RESOURCE_NOT_FOUND"]
 
@@ -128,8 +129,22 @@ class Proxied:
     ) -> types.ReadResourceResult:
         return await _relayed(self.gateway.read_resource(params.uri), not_found=RESOURCE_NOT_FOUND)
 
-    async def get_prompt(self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
-        return await _relayed(self.gateway.get_prompt(params.name, params.arguments or {}))
+    async def get_prompt(
+        self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        key = f"prompt:{params.name}"
+        with relaying(ctx) as caller:
+            try:
+                round_ = input_round(key, params.input_responses, params.request_state)
+            except ToolCallError as exc:
+                raise MCPError(types.INVALID_PARAMS, str(exc)) from exc
+            server, result = await _relayed(self.gateway.get_prompt(params.name, params.arguments or {}, round_))
+        if isinstance(result, types.InputRequiredResult):
+            asked = asking_client(caller, server, key, result)
+            if isinstance(asked, str):
+                raise MCPError(types.INVALID_REQUEST, asked)
+            return asked
+        return result
 
     async def complete(self, ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> types.CompleteResult:
         argument = {"name": params.argument.name, "value": params.argument.value}

@@ -21,6 +21,7 @@ from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.models import InitializationOptions
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
@@ -37,7 +38,7 @@ from toolscout.serving.describe import search_entry
 from toolscout.serving.metrics import CallOutcome, GatewayMetrics
 from toolscout.serving.packing import pack
 from toolscout.serving.proxied import Proxied
-from toolscout.serving.relay import relaying
+from toolscout.serving.relay import ClientCaller, asking_client, input_round, relaying
 from toolscout.serving.tracing import tracer
 from toolscout.serving.validation import (
     check_argument_size,
@@ -205,13 +206,15 @@ class MetaTools:
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         arguments = params.arguments or {}
         # The HTTP request's id (its context is not this task's): log lines of this call carry it.
         request = getattr(ctx, "request", None)
         with serving_request(request.headers.get(REQUEST_ID_HEADER) if request is not None else None):
             started = time.perf_counter()
-            result = await self._call(ctx, params.name, arguments)
+            result = await self._call(ctx, params, arguments)
+            if isinstance(result, types.InputRequiredResult):
+                return result  # the call is not over: the client retries it with its answers
             logger.info("%s %s in %.0f ms", params.name, "failed" if result.is_error else "answered",
                         (time.perf_counter() - started) * 1000)
         for observe in self._observers:
@@ -222,8 +225,9 @@ class MetaTools:
         return result
 
     async def _call(
-        self, ctx: ServerRequestContext[Any], name: str, arguments: dict[str, Any]
-    ) -> types.CallToolResult:
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, arguments: dict[str, Any]
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        name = params.name
         try:
             if name == SEARCH_TOOL:
                 return await self.search(arguments)
@@ -232,13 +236,16 @@ class MetaTools:
                 # and its sampling and elicitation requests reach this client (`relay.py`).
                 with relaying(ctx) as caller:
                     try:
-                        result = await self.execute(arguments, progress=ctx.session.report_progress)
+                        result = await self.execute(
+                            arguments, progress=ctx.session.report_progress, caller=caller,
+                            answers=(params.input_responses, params.request_state),
+                        )
                     except UpstreamError as exc:
                         if not caller.notes:
                             raise
                         # The upstream failed because its question could not be relayed: say that.
                         return _error("\n".join([f"{exc}.", *caller.notes]))
-                return caller.noted(result)
+                return caller.noted(result) if isinstance(result, types.CallToolResult) else result
             return _error(f"Unknown tool '{name}'. This server has two tools: {SEARCH_TOOL} and {EXECUTE_TOOL}.")
         except ToolCallError as exc:
             return _error(str(exc))
@@ -318,7 +325,16 @@ class MetaTools:
             if s.state is not State.UP and (servers is None or s.name in servers)
         ]
 
-    async def execute(self, arguments: dict[str, Any], progress: ProgressFn | None = None) -> types.CallToolResult:
+    async def execute(
+        self,
+        arguments: dict[str, Any],
+        progress: ProgressFn | None = None,
+        *,
+        caller: ClientCaller | None = None,
+        answers: tuple[types.InputResponses | None, str | None] = (None, None),
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Run the tool `arguments` name. `caller`: the client, for an upstream's "input required"
+        (2026-07-28); `answers`: the input responses and request state of the client's retry."""
         name = arguments.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ToolCallError("'name' must be the id of a tool, as returned by search_tools.")
@@ -350,9 +366,18 @@ class MetaTools:
                 self._metrics.calling(tool.server) if self._metrics is not None else nullcontext(CallOutcome()) as outcome:
             # "failed" until the upstream answers (the span records the exception otherwise).
             span.set_attributes({"toolscout.tool": tool.id, "toolscout.server": tool.server, "toolscout.outcome": outcome.value})
-            answer = await self.gateway.call(tool, tool_arguments, progress)
-            outcome.value = "error" if answer.is_error else "ok"
-            span.set_attribute("toolscout.outcome", outcome.value)
+            answer = await self.gateway.call(tool, tool_arguments, progress, input_round(tool.id, *answers))
+            if isinstance(answer, types.InputRequiredResult):
+                outcome.value = "input_required"
+                span.set_attribute("toolscout.outcome", outcome.value)
+            else:
+                outcome.value = "error" if answer.is_error else "ok"
+                span.set_attribute("toolscout.outcome", outcome.value)
+        if isinstance(answer, types.InputRequiredResult):
+            if caller is None:
+                raise ToolCallError(f"'{tool.id}' needs input from the client, and this call cannot take any.")
+            asked = asking_client(caller, tool.server, tool.id, answer)
+            return _error(asked) if isinstance(asked, str) else asked
         result = _naming_server(tool, answer)
         if notes:
             # Keys the schema does not name were passed on: the agent learns they may have been ignored.
@@ -440,6 +465,9 @@ def build_server(
         on_subscriptions_listen=meta.listen,
     )
     server.middleware.append(meta.track_sessions)
+    # The request state of a call that needs the client's input (2026-07-28) is sealed on the wire:
+    # a client cannot forge one that steers a retry to another tool.
+    server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience="toolscout"))
     Proxied(gateway, meta.sessions, meta.publish).install(server)
 
     async def refresh(catalog: Catalog) -> None:

@@ -15,6 +15,7 @@ import warnings
 from contextvars import ContextVar
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import anyio
@@ -45,6 +46,7 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_START_TIMEOUT",
     "Caller",
+    "InputRound",
     "NoticeFn",
     "ProgressFn",
     "State",
@@ -65,7 +67,13 @@ _Result = TypeVar("_Result")
 class Caller(Protocol):
     """The client whose request toolscout is relaying: where an upstream's own requests made during
     it (sampling, elicitation) are sent, with the upstream named. Answers an ErrorData when that
-    client cannot answer."""
+    client cannot answer.
+
+    `asks_back`: the client takes requests while its call runs (the handshake era). A 2026-07-28
+    client does not: an upstream's "input required" result goes back to it as its own, and it
+    retries with the answers (`InputRound`)."""
+
+    asks_back: bool
 
     async def sample(self, server: str, params: types.CreateMessageRequestParams) -> Any: ...
 
@@ -76,6 +84,15 @@ class Caller(Protocol):
 # come back inside the call's own result ("input required"), in the calling task, so this tells
 # whose they are; on the handshake era they arrive on the session, and the calls in flight tell.
 CURRENT_CALLER: ContextVar[Caller | None] = ContextVar("toolscout_caller", default=None)
+
+
+@dataclass(frozen=True)
+class InputRound:
+    """A retried call of a 2026-07-28 client: the answers to the upstream's input requests, and the
+    upstream's own request state."""
+
+    responses: types.InputResponses | None = None
+    state: str | None = None
 
 # A server that pages forever (or repeats a cursor) must not hang the gateway.
 MAX_TOOL_PAGES = 500
@@ -252,7 +269,7 @@ class Upstream:
                     self._instructions = client.instructions
                     self._info = client.server_info
                     self.tools = await self._list_tools(client)
-                    self.offer = await self._list_offer(client)
+                    self.offer = await self._first_offer(client)
                     connected.set()
                     await self._serve(client, ended)
             tg.cancel_scope.cancel()
@@ -342,6 +359,16 @@ class Upstream:
         if capabilities.prompts is not None:
             prompts = await self._list_all("prompts", lambda cursor: client.list_prompts(cursor=cursor))
         return UpstreamOffer(tuple(resources), tuple(templates), tuple(prompts))
+
+    async def _first_offer(self, client: Client) -> UpstreamOffer:
+        """What it offers besides tools, at connection; a failure there costs only those, not its tools."""
+        try:
+            with anyio.fail_after(self.call_timeout):
+                return await self._list_offer(client)
+        except Exception as exc:  # noqa: BLE001 - its tools are served all the same
+            logger.warning("upstream '%s': listing its resources and prompts failed: %s; its tools are served",
+                           self.name, self._redact(describe_failure(exc)))
+            return UpstreamOffer()
 
     async def _list_all(
         self, field: str, fetch: Callable[[str | None], Awaitable[Any]], *, optional: bool = False
@@ -474,31 +501,50 @@ class Upstream:
                 self._on_change()
 
     async def call(
-        self, tool: str, arguments: Mapping[str, Any], progress: ProgressFn | None = None
-    ) -> types.CallToolResult:
+        self, tool: str, arguments: Mapping[str, Any], progress: ProgressFn | None = None,
+        round_: InputRound | None = None,
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """Proxy one tools/call; every failure becomes an UpstreamError naming this upstream.
 
         The timeout runs from the last sign of life: each progress notification of the upstream
         (forwarded to `progress`) restarts it, so long jobs that report progress are not cut off.
-        Waiting for a free slot (`max_concurrent_calls`) counts toward it.
+        Waiting for a free slot (`max_concurrent_calls`) counts toward it. For a client that
+        cannot be asked back (2026-07-28), the upstream's "input required" is returned as it is,
+        and `round_` carries the client's answers when it retries.
         """
-        result = await self.request(
-            f"'{tool}'",
+        caller = CURRENT_CALLER.get()
+        inline = caller is not None and not caller.asks_back
+        round_ = round_ or InputRound()
+
+        async def send(client: Client, on_progress: Any) -> Any:
             # Cancelling the call (our deadline, or the agent's cancellation) makes the SDK send
             # the upstream notifications/cancelled.
-            lambda client, on_progress: client.call_tool(
-                tool, dict(arguments), progress_callback=on_progress, meta=self._meta()
-            ),
-            progress,
-        )
-        return self._bounded(tool, result)
+            if inline:
+                return await client.session.call_tool(
+                    tool, dict(arguments), progress_callback=on_progress, meta=self._meta(),
+                    input_responses=round_.responses, request_state=round_.state, allow_input_required=True,
+                )
+            return await client.call_tool(tool, dict(arguments), progress_callback=on_progress, meta=self._meta())
+
+        result = await self.request(f"'{tool}'", send, progress)
+        return result if isinstance(result, types.InputRequiredResult) else self._bounded(tool, result)
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         """Proxy resources/read of the upstream's own `uri`, cut to the result size limit."""
         result = await self.request(f"resource '{uri}'", lambda client, _: client.read_resource(uri, meta=self._meta()))
         return bound_read(result, self.limits.max_result_bytes, server=self.name, uri=uri)
 
-    async def get_prompt(self, name: str, arguments: Mapping[str, str]) -> types.GetPromptResult:
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str], round_: InputRound | None = None
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        """Proxy prompts/get; "input required" is returned as it is to a client that cannot be asked back."""
+        caller = CURRENT_CALLER.get()
+        round_ = round_ or InputRound()
+        if caller is not None and not caller.asks_back:
+            return await self.request(f"prompt '{name}'", lambda client, _: client.session.get_prompt(
+                name, dict(arguments), meta=self._meta(), input_responses=round_.responses,
+                request_state=round_.state, allow_input_required=True,
+            ))
         return await self.request(
             f"prompt '{name}'", lambda client, _: client.get_prompt(name, dict(arguments), meta=self._meta())
         )

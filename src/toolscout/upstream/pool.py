@@ -30,6 +30,7 @@ from toolscout.registry.loading import ServerSpec
 from toolscout.upstream.connection import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_START_TIMEOUT,
+    InputRound,
     NoticeFn,
     ProgressFn,
     State,
@@ -181,10 +182,11 @@ class UpstreamPool:
         return Offerings.of({name: up.offer for name, up in self.upstreams.items() if up.state is State.UP})
 
     async def call(
-        self, tool: ToolRecord, arguments: Mapping[str, Any], progress: ProgressFn | None = None
-    ) -> types.CallToolResult:
+        self, tool: ToolRecord, arguments: Mapping[str, Any], progress: ProgressFn | None = None,
+        round_: InputRound | None = None,
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """Call `tool` on the upstream that owns it (never on another one with a same-named tool)."""
         upstream = self.upstreams.get(tool.server)
         if upstream is None:
             raise UpstreamError(tool.server, "is not configured")
-        return await upstream.call(tool.name, arguments, progress)
+        return await upstream.call(tool.name, arguments, progress, round_)
