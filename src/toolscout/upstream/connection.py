@@ -19,26 +19,23 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import anyio
-import httpx2
 import mcp_types as types
 from mcp import Client, MCPError
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, ResourceUpdated, SubscriptionLost, ToolsListChanged
 from pydantic import ValidationError
 
 from toolscout import __version__
 from toolscout.errors import UpstreamError
-from toolscout.registry.loading import ServerSpec, redact, resolve_command, upstream_environment
+from toolscout.registry.loading import ServerSpec, redact
 from toolscout.upstream.defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT
 from toolscout.upstream.limits import Limits, bound_read, bound_result
 from toolscout.upstream.offerings import UpstreamOffer
 from toolscout.upstream.status import State, UpstreamStatus, describe_failure, summarize
 from toolscout.upstream.stderr import StderrTail
-from toolscout.upstream.stdio import stdio_transport
 from toolscout.upstream.streams import EndWatchingStream
+from toolscout.upstream.transports import open_transport
 from toolscout.wording import plural
 
 __all__ = [
@@ -104,23 +101,11 @@ DEFAULT_PING_TIMEOUT = 5.0
 # Pause before opening another listen stream after one ended, doubling while they keep ending.
 _RELISTEN_BASE_DELAY = 1.0
 _RELISTEN_MAX_DELAY = 60.0
-# An HTTP upstream's client: the MCP transports' own defaults. Other operations are bounded at 30 s;
-# a read may wait 5 minutes, since a server holds a response stream open between events. Redirects
-# are not followed by the client: the transports follow them within the endpoint's origin only.
-_HTTP_TIMEOUT = 30.0
-_HTTP_READ_TIMEOUT = 300.0
 
 
 async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
     await event.wait()
     scope.cancel()
-
-
-def _http_client(headers: Mapping[str, str]) -> httpx2.AsyncClient:
-    """The client an HTTP upstream is reached through (to be entered as a context manager)."""
-    return httpx2.AsyncClient(
-        headers=dict(headers), timeout=httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT)
-    )
 
 
 class Upstream:
@@ -309,33 +294,9 @@ class Upstream:
 
     @asynccontextmanager
     async def _transport(self, tail: StderrTail | None, ended: anyio.Event) -> AsyncIterator[Any]:
-        spec = self.spec
-        async with AsyncExitStack() as stack:
-            if spec.transport == "stdio":
-                assert tail is not None
-                transport = stdio_transport(
-                    resolve_command(spec),
-                    spec.args,
-                    env=upstream_environment(spec),
-                    cwd=spec.cwd,
-                    stderr=tail.writer(),
-                    max_line_bytes=self.limits.max_line_bytes,
-                    on_fault=self._on_fault,
-                )
-                try:
-                    read, write = await stack.enter_async_context(transport)
-                finally:
-                    # The child holds its own copy now (or was never spawned); ours would hide EOF.
-                    tail.release_writer()
-            elif spec.transport == "http":
-                http = await stack.enter_async_context(_http_client(spec.headers))
-                read, write = await stack.enter_async_context(
-                    streamable_http_client(spec.url or "", http_client=http)
-                )
-            else:
-                read, write = await stack.enter_async_context(
-                    sse_client(spec.url or "", headers=dict(spec.headers))
-                )
+        async with open_transport(
+            self.spec, tail=tail, max_line_bytes=self.limits.max_line_bytes, on_fault=self._on_fault
+        ) as (read, write):
             yield EndWatchingStream(read, ended), write
 
     def _on_fault(self, reason: str) -> None:

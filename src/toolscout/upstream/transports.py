@@ -1,0 +1,64 @@
+"""How toolscout reaches an upstream, by its registry entry: a stdio subprocess, streamable HTTP,
+or the older HTTP+SSE. The one place the transports are built; `connection.py` runs the session
+over whichever this gives."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import httpx2
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+from toolscout.registry.loading import ServerSpec, resolve_command, upstream_environment
+from toolscout.upstream.stderr import StderrTail
+from toolscout.upstream.stdio import stdio_transport
+
+__all__ = ["http_client", "open_transport"]
+
+# An HTTP upstream's client: the MCP transports' own defaults. Other operations are bounded at 30 s;
+# a read may wait 5 minutes, since a server holds a response stream open between events. Redirects
+# are not followed by the client: the transports follow them within the endpoint's origin only.
+_HTTP_TIMEOUT = 30.0
+_HTTP_READ_TIMEOUT = 300.0
+
+
+def http_client(headers: Mapping[str, str]) -> httpx2.AsyncClient:
+    """The client an HTTP upstream is reached through (to be entered as a context manager)."""
+    return httpx2.AsyncClient(
+        headers=dict(headers), timeout=httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT)
+    )
+
+
+@asynccontextmanager
+async def open_transport(
+    spec: ServerSpec, *, tail: StderrTail | None, max_line_bytes: int, on_fault: Callable[[str], None]
+) -> AsyncIterator[tuple[Any, Any]]:
+    """(read stream, write stream) to the upstream `spec` names. A stdio upstream writes its stderr
+    to `tail`, its stdout lines are capped at `max_line_bytes`, and `on_fault(reason)` hears why
+    the transport ended a session when it knows better than "closed"."""
+    async with AsyncExitStack() as stack:
+        if spec.transport == "stdio":
+            assert tail is not None
+            transport = stdio_transport(
+                resolve_command(spec),
+                spec.args,
+                env=upstream_environment(spec),
+                cwd=spec.cwd,
+                stderr=tail.writer(),
+                max_line_bytes=max_line_bytes,
+                on_fault=on_fault,
+            )
+            try:
+                read, write = await stack.enter_async_context(transport)
+            finally:
+                # The child holds its own copy now (or was never spawned); ours would hide EOF.
+                tail.release_writer()
+        elif spec.transport == "http":
+            http = await stack.enter_async_context(http_client(spec.headers))
+            read, write = await stack.enter_async_context(streamable_http_client(spec.url or "", http_client=http))
+        else:
+            read, write = await stack.enter_async_context(sse_client(spec.url or "", headers=dict(spec.headers)))
+        yield read, write
