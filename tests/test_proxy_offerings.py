@@ -77,7 +77,7 @@ async def test_resources_and_templates_are_listed_under_namespaced_uris_that_rea
     assert {r.uri for r in resources} == {README, "toolscout://library/library://big"}
     shown = next(r for r in resources if r.uri == README)
     assert (shown.title, shown.description, shown.mime_type) == ("Read me", "What this library holds.", "text/plain")
-    assert [t.uri_template for t in templates] == [BOOKS]
+    assert sorted(t.uri_template for t in templates) == [BOOKS, "toolscout://library/library://vault/{title}"]
     assert readme.contents[0].uri == README and "holds 2 books" in readme.contents[0].text
     assert dune.contents[0].text.startswith("Dune, by Frank Herbert")
     # Cut to max_result_bytes like a tool result, with a note saying so.

@@ -54,11 +54,14 @@ async def test_elicitation_and_sampling_reach_the_calling_client_named_and_its_a
                            elicitation_callback=other.elicit) as bystander:
                 borrowed = await client.call_tool("execute_tool", execute("library__borrow", title="dune"))
                 recommended = await client.call_tool("execute_tool", execute("library__recommend"))
+                rare = await client.read_resource("toolscout://library/library://vault/emma")
                 await bystander.call_tool("search_tools", {"query": "borrow a book"})
     assert text_of(borrowed) == "lent dune" and text_of(recommended) == "the model recommends emma"
+    assert rare.contents[0].text == "the rare book emma"  # a resource read may ask too
     assert person.asked == [
         "Upstream server 'library' asks: Agree to the lending terms for dune?",
         "(Asked by the upstream server 'library' through toolscout.)",
+        "Upstream server 'library' asks: Handle emma with gloves?",
     ]
     assert other.asked == []  # never another client
 
@@ -126,6 +129,7 @@ async def test_a_2026_07_28_client_gets_the_upstreams_input_required_as_its_own_
                 borrowed = await client.call_tool("execute_tool", execute("library__borrow", title="emma"))
             async with Client(app.server, mode="2026-07-28", elicitation_callback=give_context) as client:
                 prompt = await client.get_prompt("conformance__test_input_required_result_prompt", {})
+                rare = await client.read_resource("toolscout://library/library://vault/dune")
             async with Client(app.server, mode="2026-07-28") as unable:
                 refused = await unable.call_tool("execute_tool", execute("library__recommend"))
     assert text_of(recommended) == "the model recommends dune" and text_of(borrowed) == "lent emma"
@@ -133,6 +137,10 @@ async def test_a_2026_07_28_client_gets_the_upstreams_input_required_as_its_own_
         "(Asked by the upstream server 'library' through toolscout.)",
         "Upstream server 'library' asks: Agree to the lending terms for emma?",
     ]
-    assert context.asked == ["Upstream server 'conformance' asks: What context should the prompt use?"]
+    assert context.asked == [
+        "Upstream server 'conformance' asks: What context should the prompt use?",
+        "Upstream server 'library' asks: Handle dune with gloves?",
+    ]
     assert prompt.messages[0].content.text == "Use this context: a rainy day"
+    assert rare.contents[0].text == "the rare book dune"
     assert refused.is_error and "did not declare the sampling capability" in text_of(refused)

@@ -412,14 +412,21 @@ class Gateway:
         back (`toolscout.upstream.connection.InputRound`)."""
         return await self._pool.call(tool, arguments, progress, round_)
 
-    async def read_resource(self, uri: str) -> types.ReadResourceResult:
-        """Read a namespaced resource from the upstream that owns it; its contents keep our names."""
+    async def read_resource(
+        self, uri: str, round_: InputRound | None = None
+    ) -> tuple[str, types.ReadResourceResult | types.InputRequiredResult]:
+        """(its server, the resource) read from the upstream that owns it, its contents under our
+        names; "input required" only for a client that cannot be asked back."""
+        import mcp_types as types
+
         from toolscout.naming import namespaced_uri
 
         server, own = self._owner_of_uri(uri)
-        result = await self._pool.upstreams[server].read_resource(own)
+        result = await self._pool.upstreams[server].read_resource(own, round_)
+        if isinstance(result, types.InputRequiredResult):
+            return server, result
         contents = [item.model_copy(update={"uri": namespaced_uri(server, item.uri)}) for item in result.contents]
-        return result.model_copy(update={"contents": contents})
+        return server, result.model_copy(update={"contents": contents})
 
     async def subscribe(self, uri: str, subscribe: bool = True) -> None:
         """Subscribe to (or unsubscribe from) a namespaced resource at the upstream that owns it."""

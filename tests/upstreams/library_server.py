@@ -107,6 +107,18 @@ def modern(ctx: Context) -> bool:
     return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
+@server.resource("library://vault/{title}", description="A rare book: the reader must agree to the rules first.",
+                 mime_type="text/plain")
+def vault(title: str, ctx: Context) -> str | types.InputRequiredResult:
+    if not ctx.input_responses:
+        return types.InputRequiredResult(input_requests={"rules": types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message=f"Handle {title} with gloves?",
+                                                 requested_schema=Consent.model_json_schema())
+        )})
+    answer = ctx.input_responses["rules"]
+    return f"the rare book {title}" if answer.action == "accept" else "the vault stays closed"
+
+
 @server.tool()
 async def borrow(title: str, ctx: Context) -> str | types.InputRequiredResult:
     """Borrow a book: asks the user to agree to the lending terms first (elicitation)."""

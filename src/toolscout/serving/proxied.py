@@ -126,19 +126,29 @@ class Proxied:
 
     async def read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        return await _relayed(self.gateway.read_resource(params.uri), not_found=RESOURCE_NOT_FOUND)
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
+        return await self._answered(
+            ctx, params, f"resource:{params.uri}",
+            lambda round_: _relayed(self.gateway.read_resource(params.uri, round_), not_found=RESOURCE_NOT_FOUND),
+        )
 
     async def get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult | types.InputRequiredResult:
-        key = f"prompt:{params.name}"
+        return await self._answered(
+            ctx, params, f"prompt:{params.name}",
+            lambda round_: _relayed(self.gateway.get_prompt(params.name, params.arguments or {}, round_)),
+        )
+
+    async def _answered(self, ctx: ServerRequestContext[Any], params: Any, key: str, request: Any) -> Any:
+        """A request whose upstream may need the client's input (`relay.py`): asked back on the
+        handshake era; on 2026-07-28 its "input required" becomes ours, and the retry goes back."""
         with relaying(ctx) as caller:
             try:
                 round_ = input_round(key, params.input_responses, params.request_state)
             except ToolCallError as exc:
                 raise MCPError(types.INVALID_PARAMS, str(exc)) from exc
-            server, result = await _relayed(self.gateway.get_prompt(params.name, params.arguments or {}, round_))
+            server, result = await request(round_)
         if isinstance(result, types.InputRequiredResult):
             asked = asking_client(caller, server, key, result)
             if isinstance(asked, str):

@@ -490,25 +490,42 @@ class Upstream:
         result = await self.request(f"'{tool}'", send, progress)
         return result if isinstance(result, types.InputRequiredResult) else self._bounded(tool, result)
 
-    async def read_resource(self, uri: str) -> types.ReadResourceResult:
-        """Proxy resources/read of the upstream's own `uri`, cut to the result size limit."""
-        result = await self.request(f"resource '{uri}'", lambda client, _: client.read_resource(uri, meta=self._meta()))
+    async def read_resource(
+        self, uri: str, round_: InputRound | None = None
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
+        """Proxy resources/read of the upstream's own `uri`, cut to the result size limit; "input
+        required" is returned as it is to a client that cannot be asked back."""
+        result = await self._interactive(
+            f"resource '{uri}'", round_,
+            lambda client, round_, raw: client.session.read_resource(
+                uri, meta=self._meta(), input_responses=round_.responses, request_state=round_.state,
+                allow_input_required=True,
+            ) if raw else client.read_resource(uri, meta=self._meta()),
+        )
+        if isinstance(result, types.InputRequiredResult):
+            return result
         return bound_read(result, self.limits.max_result_bytes, server=self.name, uri=uri)
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str], round_: InputRound | None = None
     ) -> types.GetPromptResult | types.InputRequiredResult:
         """Proxy prompts/get; "input required" is returned as it is to a client that cannot be asked back."""
-        caller = CURRENT_CALLER.get()
-        round_ = round_ or InputRound()
-        if caller is not None and not caller.asks_back:
-            return await self.request(f"prompt '{name}'", lambda client, _: client.session.get_prompt(
+        return await self._interactive(
+            f"prompt '{name}'", round_,
+            lambda client, round_, raw: client.session.get_prompt(
                 name, dict(arguments), meta=self._meta(), input_responses=round_.responses,
                 request_state=round_.state, allow_input_required=True,
-            ))
-        return await self.request(
-            f"prompt '{name}'", lambda client, _: client.get_prompt(name, dict(arguments), meta=self._meta())
+            ) if raw else client.get_prompt(name, dict(arguments), meta=self._meta()),
         )
+
+    async def _interactive(
+        self, what: str, round_: InputRound | None, send: Callable[[Client, InputRound, bool], Awaitable[Any]]
+    ) -> Any:
+        """A request that may need the client's input: `send(client, round_, raw)`, raw (the
+        upstream's "input required" kept) when the client cannot be asked back."""
+        caller = CURRENT_CALLER.get()
+        raw = caller is not None and not caller.asks_back
+        return await self.request(what, lambda client, _: send(client, round_ or InputRound(), raw))
 
     async def complete(
         self, ref: types.PromptReference | types.ResourceTemplateReference, argument: dict[str, str],
