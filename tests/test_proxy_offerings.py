@@ -215,6 +215,13 @@ async def test_a_prompt_with_hidden_instructions_is_withheld_and_a_changed_one_q
     assert approved == 0 and after
 
 
+def test_tools_flagged_lists_a_poisoned_prompt_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    registry = write_registry(tmp_path / "r.json", {"library": python_server("library_server.py", "--poisoned")})
+    assert main(["tools", "--registry", str(registry), "--flagged"]) == 0
+    flagged = capsys.readouterr().out
+    assert "library__summarize_library: " in flagged and "library__discuss" not in flagged
+
+
 @pytest.mark.skipif(shutil.which("npx") is None, reason="needs npx (Node.js) for the reference everything server")
 async def test_the_reference_everything_servers_resources_prompts_and_completions_pass_through(tmp_path: Path) -> None:
     registry = write_registry(tmp_path / "r.json", {

@@ -106,10 +106,11 @@ async def _flagged(options: AppConfig, specs: list) -> list[dict]:
     from toolscout.app import open_gateway
     from toolscout.security.screens import PoisoningScreen, flagged_tools
 
-    # Scans every listed tool, withheld or not: no screens, and nothing is pinned by looking.
+    # Scans every listed tool, resource and prompt, withheld or not: no screens, and nothing is
+    # pinned by looking.
     async with open_gateway(options, specs) as gateway:
         await gateway.ready(options.gateway.start_timeout + 5)
-        tools = gateway.listed().tools
+        tools = [*gateway.listed().tools, *gateway.listed_offerings().records()]
         summaries = [(s.name, s.summary) for s in gateway.statuses(screened=False) if s.summary]
     rows = [{"id": tool.id, "server": tool.server, "reason": reason} for tool, reason in flagged_tools(tools)]
     for server, summary in summaries:
