@@ -14,6 +14,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError
+from mcp.client.subscriptions import ResourceUpdated
 from support.gateway_session import app_config
 from support.registries import python_server, write_registry
 
@@ -253,3 +254,13 @@ def _patient() -> Any:
 
     return GatewayOptions(start_timeout=90, max_restarts=0)
 
+
+
+async def test_a_2026_07_28_clients_listen_stream_follows_a_resource_at_its_upstream(tmp_path: Path) -> None:
+    with anyio.fail_after(60):
+        async with library(tmp_path) as (app, client, _):
+            async with Client(app.server, mode="2026-07-28") as modern:
+                async with modern.listen(resource_subscriptions=[README]) as stream:
+                    await client.call_tool("execute_tool", {"name": "library__add_book", "arguments": {"title": "kim", "text": "Kipling."}})
+                    event = await anext(aiter(stream))
+    assert isinstance(event, ResourceUpdated) and event.uri == README

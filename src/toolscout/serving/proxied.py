@@ -8,8 +8,9 @@ completions and logging, each under the names `toolscout.naming` gives them.
   list, screened like tools (`Gateway.offerings`).
 - `resources/read`, `prompts/get`, `completion/complete`: to the upstream that owns the name, as a
   JSON-RPC error with a message saying what to do when it cannot be served.
-- `resources/subscribe` / `unsubscribe`: forwarded once per URI; updates reach the clients that
-  subscribed (handshake era) and `subscriptions/listen` streams (2026-07-28).
+- `resources/subscribe` / `unsubscribe` (handshake era) and the resource subscriptions of a
+  `subscriptions/listen` stream while it is open (2026-07-28, `ForwardingListen`): forwarded to
+  the owner once per URI however many clients hold it; updates reach those clients.
 - `logging/setLevel`: remembered per client session and forwarded to every upstream that
   declares logging; upstream log messages reach the sessions that asked for them at or above
   their level, tagged with the server (`logger` is `server` or `server/their logger`) and
@@ -29,14 +30,20 @@ from mcp import MCPError
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
-from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated
+from mcp.server.subscriptions import (
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    SubscriptionBus,
+)
 
 from toolscout.errors import NotOfferedError, RequestError, ToolCallError, UpstreamError
 from toolscout.gateway import Gateway
 from toolscout.naming import namespaced_uri
 from toolscout.serving.relay import asking_client, input_round, relaying
 
-__all__ = ["LOG_BURST", "LOG_RATE", "LogRate", "Proxied", "RESOURCE_NOT_FOUND"]
+__all__ = ["LOG_BURST", "LOG_RATE", "ForwardingListen", "LogRate", "Proxied", "RESOURCE_NOT_FOUND"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +52,8 @@ RESOURCE_NOT_FOUND = -32002
 # Upstream log messages relayed per upstream: a burst of this many, then this many a second.
 LOG_BURST = 50
 LOG_RATE = 10.0
+# How long a closed listen stream's unsubscriptions may take at the upstreams.
+_RELEASE_TIMEOUT = 5.0
 _LEVELS: tuple[types.LoggingLevel, ...] = (
     "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
 )
@@ -79,6 +88,7 @@ class Proxied:
         gateway: Gateway,
         sessions: Callable[[], list[ServerSession]],
         publish: Callable[[Any], Any],
+        bus: SubscriptionBus,
         *,
         rate: LogRate | None = None,
     ) -> None:
@@ -88,8 +98,9 @@ class Proxied:
         self._rate = rate or LogRate()
         # Per client session: the level it asked for (only sessions that asked get log messages).
         self._levels: dict[ServerSession, types.LoggingLevel] = {}
-        # Namespaced URI -> the sessions subscribed to it.
-        self._subscribers: dict[str, list[ServerSession]] = {}
+        # Namespaced URI -> who holds a subscription to it: handshake-era sessions, listen streams.
+        self._subscribers: dict[str, list[object]] = {}
+        self.listen = ForwardingListen(bus, self)
         gateway.add_offerings_listener(self._offerings_changed)
         gateway.add_notice_listener(self._notice)
 
@@ -162,20 +173,32 @@ class Proxied:
         return await _relayed(self.gateway.complete(params.ref, argument, context))
 
     async def subscribe(self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
-        subscribers = self._subscribers.setdefault(params.uri, [])
-        if not subscribers:
-            await _relayed(self.gateway.subscribe(params.uri), not_found=RESOURCE_NOT_FOUND)
-        if ctx.session not in subscribers:
-            subscribers.append(ctx.session)
+        await self.hold(params.uri, ctx.session)
         return types.EmptyResult()
 
     async def unsubscribe(self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams) -> types.EmptyResult:
-        subscribers = self._subscribers.get(params.uri, [])
-        if ctx.session in subscribers:
-            subscribers.remove(ctx.session)
-        if not subscribers and self._subscribers.pop(params.uri, None) is not None:
-            await _relayed(self.gateway.subscribe(params.uri, False), not_found=RESOURCE_NOT_FOUND)
+        await self.release(params.uri, ctx.session)
         return types.EmptyResult()
+
+    async def hold(self, uri: str, holder: object) -> None:
+        """`holder` subscribes to `uri`; the first one subscribes at the upstream."""
+        holders = self._subscribers.setdefault(uri, [])
+        if not holders:
+            try:
+                await _relayed(self.gateway.subscribe(uri), not_found=RESOURCE_NOT_FOUND)
+            except MCPError:
+                self._subscribers.pop(uri, None)
+                raise
+        if holder not in holders:
+            holders.append(holder)
+
+    async def release(self, uri: str, holder: object) -> None:
+        """`holder` unsubscribes from `uri`; the last one unsubscribes at the upstream."""
+        holders = self._subscribers.get(uri, [])
+        if holder in holders:
+            holders.remove(holder)
+        if not holders and self._subscribers.pop(uri, None) is not None:
+            await _relayed(self.gateway.subscribe(uri, False), not_found=RESOURCE_NOT_FOUND)
 
     async def set_level(self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
         self._levels[ctx.session] = params.level
@@ -192,9 +215,10 @@ class Proxied:
             await self._log(server, notification.params)
 
     async def _resource_updated(self, uri: str) -> None:
-        for session in list(self._subscribers.get(uri, ())):
-            if not await _told(session.send_resource_updated(uri)):
-                self._subscribers[uri].remove(session)
+        for holder in list(self._subscribers.get(uri, ())):
+            # Listen streams are told through the bus below.
+            if isinstance(holder, ServerSession) and not await _told(holder.send_resource_updated(uri)):
+                self._subscribers[uri].remove(holder)
         await self._publish(ResourceUpdated(uri=uri))
 
     async def _log(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
@@ -225,6 +249,34 @@ class Proxied:
             await self._publish(ResourcesListChanged())
         if prompts:
             await self._publish(PromptsListChanged())
+
+
+class ForwardingListen(ListenHandler):
+    """The SDK's `subscriptions/listen` streams (2026-07-28), whose resource subscriptions are held
+    at the owning upstreams while the stream is open."""
+
+    def __init__(self, bus: SubscriptionBus, proxied: Proxied) -> None:
+        super().__init__(bus)
+        self._proxied = proxied
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams) -> Any:
+        wanted = params.notifications.resource_subscriptions if params.notifications is not None else None
+        stream, held = object(), []
+        try:
+            for uri in wanted or ():
+                try:
+                    await self._proxied.hold(uri, stream)
+                    held.append(uri)
+                except MCPError as exc:
+                    logger.info("listen stream: not following '%s': %s", uri, exc.error.message)
+            return await super().__call__(ctx, params)
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_RELEASE_TIMEOUT):
+                for uri in held:
+                    try:
+                        await self._proxied.release(uri, stream)
+                    except MCPError as exc:
+                        logger.info("listen stream: unsubscribing from '%s' failed: %s", uri, exc.error.message)
 
 
 async def _told(sending: Any) -> bool:

@@ -23,7 +23,7 @@ from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.session import ServerSession
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 
 from toolscout import __version__
 from toolscout.catalog import MAX_ID_LENGTH, Catalog, ToolRecord
@@ -135,8 +135,8 @@ class MetaTools:
         # 2026-07-28 get it on the `subscriptions/listen` streams they opened, served by the SDK's
         # ListenHandler from this bus.
         self._sessions: deque[ServerSession] = deque(maxlen=_MAX_TRACKED_SESSIONS)
-        self._bus = InMemorySubscriptionBus()
-        self.listen = ListenHandler(self._bus)
+        # Served by `proxied.ForwardingListen`, which also forwards the streams' resource subscriptions.
+        self.bus = InMemorySubscriptionBus()
 
     # --- tools/list ------------------------------------------------------------------------
 
@@ -401,7 +401,7 @@ class MetaTools:
 
     async def publish(self, event: Any) -> None:
         """Tell the 2026-07-28 clients' `subscriptions/listen` streams of a change."""
-        await self._bus.publish(event)
+        await self.bus.publish(event)
 
     async def track_sessions(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """Middleware: remember each client that completed the handshake, to notify it later."""
@@ -417,7 +417,7 @@ class MetaTools:
                 await session.send_tool_list_changed()
             except Exception:  # noqa: BLE001 - a client that went away is simply forgotten
                 self._sessions.remove(session)
-        await self._bus.publish(ToolsListChanged())
+        await self.bus.publish(ToolsListChanged())
 
 
 def _naming_server(tool: ToolRecord, result: types.CallToolResult) -> types.CallToolResult:
@@ -454,6 +454,7 @@ def build_server(
     """The MCP server for `gateway`; its descriptions follow the gateway's catalog. With `metrics`,
     searches and calls are counted and timed there."""
     meta = MetaTools(gateway, observers, metrics)
+    proxied = Proxied(gateway, meta.sessions, meta.publish, meta.bus)
     server = _GatewayServer(
         "toolscout",
         version=__version__,
@@ -462,13 +463,13 @@ def build_server(
         instructions=describe.instructions(gateway.statuses(), gateway.catalog),
         on_list_tools=meta.list_tools,
         on_call_tool=meta.call_tool,
-        on_subscriptions_listen=meta.listen,
+        on_subscriptions_listen=proxied.listen,
     )
     server.middleware.append(meta.track_sessions)
     # The request state of a call that needs the client's input (2026-07-28) is sealed on the wire:
     # a client cannot forge one that steers a retry to another tool.
     server.middleware.append(RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience="toolscout"))
-    Proxied(gateway, meta.sessions, meta.publish).install(server)
+    proxied.install(server)
 
     async def refresh(catalog: Catalog) -> None:
         await meta.catalog_changed(server, catalog)
