@@ -242,11 +242,18 @@ async def test_the_reference_everything_servers_resources_prompts_and_completion
                 completion = await client.complete(
                     types.ResourceTemplateReference(uri=template.uri_template), {"name": variable, "value": "1"}
                 )
+                links = await client.call_tool("execute_tool", {"name": "everything__get-resource-links", "arguments": {"count": 2}})
+                structured = await client.call_tool(
+                    "execute_tool", {"name": "everything__get-structured-content", "arguments": {"location": "Chicago"}}
+                )
     assert resources and all(r.uri.startswith("toolscout://everything/") for r in resources)
     assert first.contents and first.contents[0].uri == resources[0].uri
     assert "everything__simple-prompt" in {p.name for p in prompts}
     assert simple.messages
     assert isinstance(completion.completion.values, list)
+    # Resource links and structured output pass through unchanged.
+    assert sum(isinstance(block, types.ResourceLink) for block in links.content) == 2
+    assert structured.structured_content and not structured.is_error
 
 
 def _patient() -> Any:
