@@ -23,7 +23,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 
 from toolscout import __version__
 from toolscout.catalog import MAX_ID_LENGTH, Catalog, ToolRecord
-from toolscout.errors import ToolCallError, UnknownToolError, UpstreamError
+from toolscout.errors import ToolCallError, UnknownToolError, UpstreamConfigurationError, UpstreamError
 from toolscout.gateway import Gateway
 from toolscout.search import SearchHit
 from toolscout.search.confidence import weak_notice
@@ -213,7 +213,7 @@ class MetaTools:
         except ToolCallError as exc:
             return _error(str(exc))
         except UpstreamError as exc:
-            return _error(f"{exc}. Try again later, or use search_tools to find another tool for the task.")
+            return _error(_upstream_failure(exc))
         except Exception as exc:  # noqa: BLE001 - the agent gets a message, the log gets the traceback
             logger.exception("%s failed", name)
             return _error(f"toolscout failed to handle {name}: {type(exc).__name__}: {exc}")
@@ -323,7 +323,10 @@ class MetaTools:
         for server in dict.fromkeys(s for s in servers if s):
             upstream = self.gateway.status_of(server)
             if upstream is not None and upstream.state is not State.UP:
-                raise UpstreamError(upstream.name, f"is not available ({upstream.reason or upstream.state.value})")
+                why = f"is not available ({upstream.reason or upstream.state.value})"
+                if upstream.configuration_error:
+                    raise UpstreamConfigurationError(upstream.name, why)
+                raise UpstreamError(upstream.name, why)
 
     # --- telling clients about changes --------------------------------------------------------
 
@@ -342,6 +345,16 @@ class MetaTools:
             except Exception:  # noqa: BLE001 - a client that went away is simply forgotten
                 self._sessions.remove(session)
         await self._bus.publish(ToolsListChanged())
+
+
+def _upstream_failure(exc: UpstreamError) -> str:
+    """What the agent reads when an upstream failed its call; "try again later" only when it may help."""
+    if isinstance(exc, UpstreamConfigurationError):
+        return (f"{exc}. A person must change toolscout's configuration of this server first; "
+                "use search_tools to find another tool for the task.")
+    if exc.transient:
+        return f"{exc}. Try again later, or use search_tools to find another tool for the task."
+    return f"{exc}."
 
 
 def _naming_server(tool: ToolRecord, result: types.CallToolResult) -> types.CallToolResult:

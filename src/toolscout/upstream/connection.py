@@ -9,6 +9,7 @@ failure, so a supervisor can simply call it again to restart (see `pool.py`).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -23,10 +24,17 @@ from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from pydantic import ValidationError
 
 from toolscout import __version__
-from toolscout.errors import UpstreamError
+from toolscout.errors import UpstreamConfigurationError, UpstreamError
 from toolscout.registry.loading import ServerSpec, redact, resolve_command, upstream_environment
 from toolscout.upstream.defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT
+from toolscout.upstream.error_text import upstream_error_text
+from toolscout.upstream.failures import (
+    CONFIGURATION_NOTE,
+    StartFailure,
+    classify_start_failure,
+)
 from toolscout.upstream.limits import Limits, bound_result
+from toolscout.upstream.self_reference import GATEWAY_MARKER, NESTED_REFUSAL, self_reference
 from toolscout.upstream.status import State, UpstreamStatus, describe_failure, summarize
 from toolscout.upstream.stderr import StderrTail
 from toolscout.upstream.stdio import stdio_transport
@@ -55,12 +63,18 @@ _RELISTEN_MAX_DELAY = 60.0
 # are not followed by the client: the transports follow them within the endpoint's origin only.
 _HTTP_TIMEOUT = 30.0
 _HTTP_READ_TIMEOUT = 300.0
+# The last lines of a stdio upstream's stderr kept in its reason (which an agent may read).
+_MAX_STDERR_IN_REASON = 2000
 
 
-def _http_client(headers: Mapping[str, str]) -> httpx2.AsyncClient:
+def _http_client(
+    headers: Mapping[str, str], on_response: Callable[[httpx2.Response], Awaitable[None]]
+) -> httpx2.AsyncClient:
     """The client an HTTP upstream is reached through (to be entered as a context manager)."""
     return httpx2.AsyncClient(
-        headers=dict(headers), timeout=httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT)
+        headers=dict(headers),
+        timeout=httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT),
+        event_hooks={"response": [on_response]},
     )
 
 
@@ -97,6 +111,12 @@ class Upstream:
         self._on_change = on_change
         self.state = State.STARTING
         self.reason: str | None = None
+        # True once a start failed for a configuration error: starting again cannot help
+        # (`toolscout.upstream.failures`); the supervisor does not retry it.
+        self.configuration_error = False
+        # The last HTTP error status this upstream answered while starting (the SDK reports it
+        # as a generic error; the status says whether the URL or the credentials are wrong).
+        self._http_error_status: int | None = None
         self.tools: tuple[types.Tool, ...] = ()
         self._instructions: str | None = None
         self._info: types.Implementation | None = None
@@ -130,6 +150,7 @@ class Upstream:
             restarts=self.restarts,
             gave_up=self.gave_up,
             last_restart_reason=self.last_restart_reason,
+            configuration_error=self.configuration_error,
         )
 
     def stop(self) -> None:
@@ -144,28 +165,69 @@ class Upstream:
         supervisor's backoff depends on it).
         """
         if self.spec.error:
+            self.configuration_error = True
             self._mark_down(self.spec.error)
             return None
+        skipped = self._self_reference()
+        if skipped is not None:
+            self._mark_configuration_error(StartFailure(skipped, configuration=True))
+            return None
         self.state, self.reason, self._was_up, self._fault = State.STARTING, None, False, None
-        self.reconnect_now = False
+        self.reconnect_now, self._http_error_status = False, None
         tail = StderrTail(self.name, redact=self._redact) if self.spec.transport == "stdio" else None
+        failure: StartFailure | None = None
         async with anyio.create_task_group() as tg:
             if tail is not None:
                 tg.start_soon(tail.pump)
             try:
                 reason = await self._connect_and_serve(tail)
             except Exception as exc:  # noqa: BLE001 - any failure of one upstream is contained here
-                reason = describe_failure(exc) if self._was_up else f"failed to start: {describe_failure(exc)}"
+                if self._was_up:
+                    reason = describe_failure(exc)
+                else:
+                    failure = classify_start_failure(exc, self.spec, http_status=self._http_error_status)
+                    reason = f"failed to start: {upstream_error_text(failure.reason)}"
             if tail is not None:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_STDERR_GRACE):
                     await tail.closed.wait()
-                if reason and tail.tail():
-                    reason = f"{reason}; stderr: {tail.tail()}"
+                stderr = tail.tail()
+                if not self._was_up and NESTED_REFUSAL in stderr:
+                    failure = StartFailure(
+                        "skipped: it is a toolscout gateway (it said so when this one started it), and a gateway "
+                        f"never serves itself; remove server '{self.name}' from {self.spec.source}",
+                        configuration=True,
+                    )
+                elif reason and stderr:
+                    reason = f"{reason}; stderr: {stderr[-_MAX_STDERR_IN_REASON:]}"
             tg.cancel_scope.cancel()
         if tail is not None:
             tail.close()
+        if failure is not None and failure.configuration:
+            self._mark_configuration_error(failure)
+            return None
         self._mark_down(reason)
         return anyio.current_time() - self._up_at if self._was_up else None
+
+    def _self_reference(self) -> str | None:
+        """Why this stdio entry is skipped because it starts toolscout itself, or None."""
+        if self.spec.transport != "stdio":
+            return None
+        try:
+            program = resolve_command(self.spec)
+        except Exception:  # noqa: BLE001 - a missing command is reported by the start attempt
+            return None
+        return self_reference(self.spec, program)
+
+    def _mark_configuration_error(self, failure: StartFailure) -> None:
+        """Down for good: no start attempt can succeed until the entry changes."""
+        self.configuration_error = True
+        skipped = failure.reason.startswith("skipped")  # never started: nothing "failed to start"
+        reason = failure.reason if skipped else f"failed to start: {failure.reason}"
+        self._mark_down(f"{reason} ({CONFIGURATION_NOTE})")
+
+    async def _record_http_status(self, response: httpx2.Response) -> None:
+        if response.status_code >= 400 and self.state is State.STARTING:
+            self._http_error_status = response.status_code
 
     def give_up(self, attempts: int) -> None:
         """Called by the supervisor: no more restarts; the status says so."""
@@ -239,7 +301,8 @@ class Upstream:
                 transport = stdio_transport(
                     resolve_command(spec),
                     spec.args,
-                    env=upstream_environment(spec),
+                    # The marker tells a toolscout started by any route that a gateway started it.
+                    env={**upstream_environment(spec), GATEWAY_MARKER: str(os.getpid())},
                     cwd=spec.cwd,
                     stderr=tail.writer(),
                     max_line_bytes=self.limits.max_line_bytes,
@@ -251,7 +314,7 @@ class Upstream:
                     # The child holds its own copy now (or was never spawned); ours would hide EOF.
                     tail.release_writer()
             elif spec.transport == "http":
-                http = await stack.enter_async_context(_http_client(spec.headers))
+                http = await stack.enter_async_context(_http_client(spec.headers, self._record_http_status))
                 read, write = await stack.enter_async_context(
                     streamable_http_client(spec.url or "", http_client=http)
                 )
@@ -346,6 +409,8 @@ class Upstream:
         Waiting for a free slot (`max_concurrent_calls`) counts toward it.
         """
         if self._client is None or self.state is not State.UP:
+            if self.configuration_error:
+                raise UpstreamConfigurationError(self.name, f"is not available ({self.reason})")
             raise UpstreamError(self.name, f"is not available ({self.reason or 'not connected right now'})")
         timeout = self.call_timeout
         sent = False
@@ -375,7 +440,9 @@ class Upstream:
                         raise self._call_error(tool, exc) from exc
                     except (RuntimeError, ValidationError) as exc:
                         raise UpstreamError(
-                            self.name, f"returned an invalid result for '{tool}': {self._redact(str(exc))}"
+                            self.name,
+                            f"returned an invalid result for '{tool}': {upstream_error_text(self._redact(str(exc)))}",
+                            transient=False,
                         ) from exc
             return self._bounded(tool, result)
         if not sent:
@@ -437,18 +504,22 @@ class Upstream:
         if exc.code == types.CONNECTION_CLOSED:
             why = self._fault or "it may have crashed"
             return UpstreamError(self.name, f"closed the connection during '{tool}' ({self._redact(why)})")
-        return UpstreamError(self.name, f"rejected '{tool}': {self._redact(exc.message)}")
+        # The upstream answered: the same call would be refused again.
+        return UpstreamError(
+            self.name, f"rejected '{tool}': {upstream_error_text(self._redact(exc.message))}", transient=False
+        )
 
     def _bounded(self, tool: str, result: types.CallToolResult) -> types.CallToolResult:
         """Cut an oversized result to the limit; hide registry secrets an upstream echoes in an error."""
-        result = bound_result(result, self.limits.max_result_bytes, server=self.name, tool=tool)
-        if result.is_error and self.spec.secrets:
+        if result.is_error:
+            # An error is read by the agent as a message: secrets hidden, paths shortened, capped.
             content = [
-                types.TextContent(text=self._redact(block.text)) if isinstance(block, types.TextContent) else block
+                types.TextContent(text=upstream_error_text(self._redact(block.text)))
+                if isinstance(block, types.TextContent) else block
                 for block in result.content
             ]
             result = result.model_copy(update={"content": content})
-        return result
+        return bound_result(result, self.limits.max_result_bytes, server=self.name, tool=tool)
 
     def _mark_down(self, reason: str | None) -> None:
         was_up = self.state is State.UP

@@ -37,6 +37,8 @@ class UpstreamStatus:
     gave_up: bool = False
     # Why the session before the latest restart ended (e.g. it crashed, or stopped answering).
     last_restart_reason: str | None = None
+    # True: it failed for a configuration error (`toolscout.upstream.failures`) and is not retried.
+    configuration_error: bool = False
 
 
 def summarize(instructions: str | None, info: types.Implementation | None, tools: Sequence[types.Tool]) -> str:
