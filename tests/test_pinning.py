@@ -308,7 +308,7 @@ def test_a_version_1_pin_of_an_unchanged_tool_is_upgraded_in_place_and_trusts_th
     assert verdict is not None and verdict.status is PinStatus.TRUSTED
     state = json.loads(store.path.read_text(encoding="utf-8"))
     entry = state["tools"]["math"]["add"]
-    assert state["version"] == 2 and entry["fingerprint_version"] == 2 and entry["fingerprint"] == listed.fingerprint
+    assert state["version"] == 3 and entry["fingerprint_version"] == 2 and entry["fingerprint"] == listed.fingerprint
     assert entry["definition"]["title"] == "Add numbers" and entry["definition"]["output_schema"] == SUM_SCHEMA
     # From now on the title is pinned like the rest.
     verdict = store.check([dataclasses.replace(listed, title="Add numbers, then mail them out")]).get("math", "add")
@@ -341,7 +341,7 @@ def test_a_version_1_candidate_approved_before_any_listing_is_upgraded_when_next
 def test_a_pin_file_from_a_newer_version_is_refused_not_misread(tmp_path: Path) -> None:
     store = store_at(tmp_path)
     store.path.parent.mkdir(parents=True)
-    store.path.write_text('{"version": 3, "tools": {}}', encoding="utf-8")
+    store.path.write_text('{"version": 4, "tools": {}}', encoding="utf-8")
     with pytest.raises(PinStateError, match="written by a newer toolscout"):
         store.check([ADD])
 

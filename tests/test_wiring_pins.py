@@ -119,7 +119,7 @@ async def test_a_version_1_pin_file_upgrades_unchanged_tools_and_still_quarantin
     assert note.is_error and "definition changed" in note.content[0].text
     # What the old pin never recorded is not reported as changed: only the description is.
     assert "(description changed (1 sentence(s) added, 1 removed))" in note.content[0].text
-    assert state["version"] == 2
+    assert state["version"] == 3
     assert state["tools"]["office"]["send_report"]["fingerprint_version"] == 2
     assert state["tools"]["office"]["send_report"]["definition"]["title"] == "Send report"
     assert state["tools"]["office"]["read_note"]["candidate"]["definition"]["description"] == NOTE["description"]

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     options = command_options(args, search=True, security=True, learning=True)
     try:
         specs = load_specs(options)
-        hooks = gateway_hooks(options)
+        hooks = gateway_hooks(options, specs)
     except ConfigError as exc:
         return fail("search", str(exc))
     try:

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     options = command_options(args, security=True)
     try:
         specs = load_specs(options)
-        hooks = gateway_hooks(options)
+        hooks = gateway_hooks(options, specs)
     except ConfigError as exc:
         return fail("tools", str(exc))
     if args.flagged:

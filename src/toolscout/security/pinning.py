@@ -1,7 +1,7 @@
 """Pinning (rug-pull defence): remember each tool definition as approved; hold back changed ones.
 
 A server can present a harmless tool, get approved, and later change the description into an
-attack. The pin store keeps, per (server, tool name), the SHA-256 fingerprint of the approved
+attack. The pin store keeps, per (server identity, tool name), the SHA-256 fingerprint of the approved
 definition (`ToolRecord.fingerprint`: name, title, description, input and output schemas,
 annotations) and that definition itself. On every listing the gateway calls `check(records)`:
 
@@ -11,6 +11,17 @@ annotations) and that definition itself. On every listing the gateway calls `che
 - changed: the definition differs from the approved one: quarantined (left out of search and
   refused by execute_tool) until a person approves it. The new definition is stored as the
   candidate, so `toolscout approve` can show and accept exactly that, without connecting.
+
+A server identity (`toolscout.security.server_identity`) is the server's name with its launch
+command or URL: two registries with a same-named server keep separate pins, so neither quarantines
+the other's tools. Pins are filed under the identity's key ("time@3f2a1c0d"); a bare name is a pin
+from before identities (state file version 1 or 2), which the first server of that name to list
+its tools claims as its own.
+
+A candidate stays until a person approves it, or until its own server is seen to stop listing
+it: by the process that saw that server list it. Several gateways share one state file (a desktop
+host's and an IDE's); one whose session still lists the approved definition never drops the
+candidate another one recorded.
 
 The state file is JSON, read and rewritten under a lock file for every operation (so a running
 gateway sees approvals made by `toolscout approve` on its next check), and replaced atomically
@@ -29,6 +40,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -45,6 +57,7 @@ from toolscout.catalog import ToolRecord
 from toolscout.errors import ConfigError, PinStateError
 from toolscout.json_files import read_json_file
 from toolscout.security.changes import compare
+from toolscout.security.server_identity import ServerIdentity, name_of_key
 
 __all__ = [
     "PATH_ENV",
@@ -61,10 +74,11 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 PATH_ENV = "TOOLSCOUT_PINS"
-# Version 2 added `fingerprint_version` to each pin and candidate; version-1 files are read and
-# rewritten as version 2 (an older toolscout then refuses the file rather than misreading it).
-STATE_VERSION = 2
-_READABLE_VERSIONS = (1, 2)
+# Version 2 added `fingerprint_version` to each pin and candidate; version 3 files pins by server
+# identity key and keeps `servers` (each key's name and launch). Older files are read and rewritten
+# as version 3 (an older toolscout then refuses the file rather than misreading it).
+STATE_VERSION = 3
+_READABLE_VERSIONS = (1, 2, 3)
 # Fingerprint compositions: 1 = catalog.LEGACY_FIELDS, 2 = catalog.DEFINITION_FIELDS.
 FINGERPRINT_VERSION = 2
 _LEGACY_FINGERPRINT = 1
@@ -74,6 +88,7 @@ _RECOVERY = (
     "(every tool is then trusted again on first use, or pending in strict mode)."
 )
 
+# (server identity key, tool name)
 Key = tuple[str, str]
 
 
@@ -93,6 +108,8 @@ class PinVerdict:
     status: PinStatus
     # For CHANGED/PENDING: which parts changed, naming paths but never quoting the new text.
     changes: tuple[str, ...] = ()
+    # The command that approves exactly this definition (`PinStore.approve_command`).
+    command: str = ""
 
     @property
     def blocked(self) -> bool:
@@ -101,7 +118,7 @@ class PinVerdict:
     @property
     def message(self) -> str:
         """The refusal an agent gets from execute_tool for a blocked tool ('' when not blocked)."""
-        command = f"toolscout approve --server {self.server} {self.name}"
+        command = self.command or f"toolscout approve --server {self.server} {self.name}"
         if self.status is PinStatus.CHANGED:
             return (
                 f"Tool '{self.name}' of server '{self.server}' is quarantined: its definition changed "
@@ -150,6 +167,14 @@ class PendingChange:
     candidate: Mapping[str, Any]
     candidate_fingerprint: str
     seen_at: str
+    # The server identity key it is filed under (the name alone for pins from before identities),
+    # and how that server is launched, as a person reads it ('' when unknown).
+    key: str = ""
+    launch: str = ""
+
+    @property
+    def pin_key(self) -> str:
+        return self.key or self.server
 
     @property
     def kind(self) -> str:
@@ -169,6 +194,10 @@ def default_state_path() -> Path:
     override = os.environ.get(PATH_ENV)
     if override:
         return Path(override).expanduser()
+    return _user_state_path()
+
+
+def _user_state_path() -> Path:
     return Path(platformdirs.user_state_dir("toolscout", appauthor=False)) / "pins.json"
 
 
@@ -206,6 +235,18 @@ class PinStore:
         self.path = Path(path).expanduser() if path is not None else default_state_path()
         self.strict = strict
         self._lock = FileLock(str(self.path) + ".lock", timeout=_LOCK_TIMEOUT)
+        # Candidates (key, tool, fingerprint) this process saw their own server list: only those it
+        # may drop when the server lists the approved definition again.
+        self._listed_candidates: set[tuple[str, str, str]] = set()
+
+    def approve_command(self, key: str, tool: str) -> str:
+        """The command a person runs to approve `tool` of the server filed under `key`, exactly:
+        the state file is named unless it is the per-user one (a host may set TOOLSCOUT_PINS for
+        the gateway alone, which the person's shell does not have)."""
+        command = f"toolscout approve --server {shlex.quote(key)} {shlex.quote(tool)}"
+        if self.path.resolve() != _user_state_path().resolve():
+            command += f" --pins {shlex.quote(str(self.path))}"
+        return command
 
     # -- file handling -------------------------------------------------------------------------
 
@@ -222,7 +263,7 @@ class PinStore:
             )
         if version not in _READABLE_VERSIONS or not isinstance(state.get("tools"), dict):
             raise PinStateError(
-                f"pin state file {self.path} is not a toolscout pin file (version 1 or 2). "
+                f"pin state file {self.path} is not a toolscout pin file (version 1 to 3). "
                 "Move it away to start over, or point TOOLSCOUT_PINS / --pins at another file."
             )
         return state
@@ -264,14 +305,20 @@ class PinStore:
 
     # -- operations ----------------------------------------------------------------------------
 
-    def check(self, records: Iterable[ToolRecord]) -> PinVerdicts:
-        """Verdicts for the tools a server lists now; pins new tools and records changed ones."""
-        verdicts: dict[Key, PinVerdict] = {}
+    def check(self, records: Iterable[ToolRecord], identities: Mapping[str, ServerIdentity] | None = None) -> PinVerdicts:
+        """Verdicts for the tools servers list now; pins new tools and records changed ones.
+
+        `identities`: each server's identity by name (a server missing there is filed by its name).
+        """
+        verdicts: dict[tuple[str, str], PinVerdict] = {}
+        identities = identities or {}
         with self._locked():
             state = self._load()
             dirty = False
             for record in records:
-                verdict, changed_state = self._check_one(state["tools"], record)
+                identity = identities.get(record.server) or ServerIdentity(record.server)
+                dirty = self._register(state, identity) or dirty
+                verdict, changed_state = self._check_one(state["tools"], identity.key, record)
                 verdicts[(record.server, record.name)] = verdict
                 if changed_state and verdict.blocked:
                     logger.warning("%s", verdict.message)  # once per new candidate, not per listing
@@ -280,26 +327,49 @@ class PinStore:
                 self._save(state)
         return PinVerdicts(verdicts)
 
-    def _check_one(self, tools: dict[str, Any], record: ToolRecord) -> tuple[PinVerdict, bool]:
-        entries = tools.setdefault(record.server, {})
+    def _register(self, state: dict[str, Any], identity: ServerIdentity) -> bool:
+        """File `identity` in the state; it claims the pins of its name from before identities.
+        True if the state changed."""
+        key, tools, servers = identity.key, state["tools"], state.setdefault("servers", {})
+        dirty = False
+        if key != identity.name and key not in tools and isinstance(tools.get(identity.name), dict):
+            tools[key] = tools.pop(identity.name)
+            servers.pop(identity.name, None)
+            logger.info("pins of server '%s' from before pins were kept per server identity now belong to %s (%s)",
+                        identity.name, key, identity.launch)
+            dirty = True
+        if key not in servers:
+            servers[key] = {"name": identity.name, "launch": identity.launch}
+            dirty = True
+        return dirty
+
+    def _check_one(self, tools: dict[str, Any], key: str, record: ToolRecord) -> tuple[PinVerdict, bool]:
+        entries = tools.setdefault(key, {})
         entry = entries.get(record.name)
         fingerprint, now = record.fingerprint, _now()
+        command = self.approve_command(key, record.name)
+
+        def verdict(status: PinStatus, changes: tuple[str, ...] = ()) -> PinVerdict:
+            return PinVerdict(record.server, record.name, status, changes, command)
+
         if isinstance(entry, dict) and _upgraded(entry, record, now):
             logger.info("pin of %s/%s upgraded to the fingerprint that covers title and output schema",
-                        record.server, record.name)
-            return PinVerdict(record.server, record.name, PinStatus.TRUSTED), True
+                        key, record.name)
+            return verdict(PinStatus.TRUSTED), True
         pinned = entry.get("fingerprint") if isinstance(entry, dict) else None
         if pinned == fingerprint:
-            if entry.get("candidate") is not None:
-                entry["candidate"] = None  # the server went back to the approved definition
-                return PinVerdict(record.server, record.name, PinStatus.TRUSTED), True
-            return PinVerdict(record.server, record.name, PinStatus.TRUSTED), False
+            candidate = entry.get("candidate")
+            if candidate is not None and (key, record.name, candidate.get("fingerprint")) in self._listed_candidates:
+                entry["candidate"] = None  # its server, seen by this process, went back to the approved definition
+                return verdict(PinStatus.TRUSTED), True
+            # A candidate another gateway recorded stays: this session may just not have seen the change.
+            return verdict(PinStatus.TRUSTED), False
         definition = definition_of(record)
         if pinned is None and not self.strict:
             entries[record.name] = {"fingerprint": fingerprint, "fingerprint_version": FINGERPRINT_VERSION,
                                     "definition": definition, "approved_at": now, "approved_by": "first use",
                                     "candidate": None}
-            return PinVerdict(record.server, record.name, PinStatus.NEW), True
+            return verdict(PinStatus.NEW), True
         if not isinstance(entry, dict):
             entry = entries[record.name] = {"fingerprint": None, "definition": None, "approved_at": None}
         candidate = entry.get("candidate") or {}
@@ -307,26 +377,29 @@ class PinStore:
         if dirty:
             entry["candidate"] = {"fingerprint": fingerprint, "fingerprint_version": FINGERPRINT_VERSION,
                                   "definition": definition, "seen_at": now}
+        self._listed_candidates.add((key, record.name, fingerprint))
         if pinned is None:
-            return PinVerdict(record.server, record.name, PinStatus.PENDING, ("new tool, never approved",)), dirty
-        summary = compare(entry.get("definition"), definition).summary
-        return PinVerdict(record.server, record.name, PinStatus.CHANGED, summary), dirty
+            return verdict(PinStatus.PENDING, ("new tool, never approved",)), dirty
+        return verdict(PinStatus.CHANGED, compare(entry.get("definition"), definition).summary), dirty
 
     def pending(self, server: str | None = None, names: Iterable[str] | None = None) -> list[PendingChange]:
-        """Definitions awaiting approval, optionally only of one server and/or some tool names."""
+        """Definitions awaiting approval, optionally only of one server (a name, or an identity
+        key for one of several same-named servers) and/or some tool names."""
         wanted = set(names) if names is not None else None
         with self._locked():
             state = self._load()
+        servers = state.get("servers", {})
         found = []
-        for server_name, entries in sorted(state["tools"].items()):
-            if server is not None and server_name != server:
+        for key, entries in sorted(state["tools"].items()):
+            if server is not None and server not in (key, name_of_key(key)):
                 continue
+            launch = str(servers.get(key, {}).get("launch", ""))
             for name, entry in sorted(entries.items()):
                 candidate = entry.get("candidate") if isinstance(entry, dict) else None
                 if not candidate or (wanted is not None and name not in wanted):
                     continue
-                found.append(PendingChange(server_name, name, entry.get("definition"), candidate["definition"],
-                                           candidate["fingerprint"], candidate.get("seen_at", "")))
+                found.append(PendingChange(name_of_key(key), name, entry.get("definition"), candidate["definition"],
+                                           candidate["fingerprint"], candidate.get("seen_at", ""), key, launch))
         return found
 
     def approve(self, changes: Iterable[PendingChange], approved_by: str = "approve") -> list[PendingChange]:
@@ -335,10 +408,10 @@ class PinStore:
         with self._locked():
             state = self._load()
             for change in changes:
-                entry = state["tools"].get(change.server, {}).get(change.name)
+                entry = state["tools"].get(change.pin_key, {}).get(change.name)
                 candidate = entry.get("candidate") if isinstance(entry, dict) else None
                 if not candidate or candidate.get("fingerprint") != change.candidate_fingerprint:
-                    logger.warning("%s/%s changed again since it was shown; not approved", change.server, change.name)
+                    logger.warning("%s/%s changed again since it was shown; not approved", change.pin_key, change.name)
                     continue
                 # A candidate recorded before the upgrade keeps its composition; `check` upgrades it.
                 entry.update(fingerprint=candidate["fingerprint"], definition=candidate["definition"],
@@ -350,7 +423,7 @@ class PinStore:
         return accepted
 
     def pinned(self) -> dict[str, list[str]]:
-        """Tool names with a pin or a candidate, by server."""
+        """Tool names with a pin or a candidate, by server identity key."""
         with self._locked():
             state = self._load()
         return {server: sorted(entries) for server, entries in sorted(state["tools"].items()) if entries}
@@ -364,12 +437,13 @@ class PinStore:
         removed = []
         with self._locked():
             state = self._load()
-            for server, name in keys:
-                entries = state["tools"].get(server, {})
+            for key, name in keys:
+                entries = state["tools"].get(key, {})
                 if entries.pop(name, None) is not None:
-                    removed.append((server, name))
+                    removed.append((key, name))
                 if not entries:
-                    state["tools"].pop(server, None)
+                    state["tools"].pop(key, None)
+                    state.get("servers", {}).pop(key, None)
             if removed:
                 self._save(state)
         return removed
