@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hooks: GatewayHooks) -> int:
     from toolscout.app import catalog_indexer, open_gateway, remember
-    from toolscout.serving.describe import search_entry
+    from toolscout.serving.answer import search_answer
 
     known = {spec.name for spec in specs}
     unknown = sorted(set(args.servers or ()) - known)
@@ -89,7 +89,7 @@ async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hoo
         statuses = seen.statuses
         indexer = catalog_indexer(options, hooks)
         await index_seen(indexer, seen)  # no upstream starts, and the MCP SDK is not imported
-        engine = indexer.engine
+        engine, catalog = indexer.engine, indexer.catalog
     else:
         gateway = open_gateway(options, specs, hooks=hooks)
         async with gateway:
@@ -97,17 +97,21 @@ async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hoo
             remember(gateway, options, specs)
             statuses = tuple(gateway.statuses())
             await gateway.wait_complete()
-        engine = gateway.engine
+        engine, catalog = gateway.engine, gateway.catalog
     for status in statuses:
         if status.reason:
             logger.warning("upstream '%s' is %s: %s", status.name, status.state.value, status.reason)
     response = engine.search(args.query, limit=args.k, servers=args.servers)
+    answer = search_answer(response, statuses, catalog, servers=args.servers)
     if args.json:
-        entries = [search_entry(hit) | ({"ranks": dict(hit.ranks)} if args.explain else {}) for hit in response.hits]
-        print(json.dumps({"tools": entries, "notice": response.notice}, indent=2, ensure_ascii=False))
+        if args.explain:
+            for entry, hit in zip(answer["tools"], response.hits, strict=True):
+                entry["ranks"] = dict(hit.ranks)
+        print(json.dumps(answer, indent=2, ensure_ascii=False))
         return 0
-    if response.notice:
-        print(f"note: {response.notice}")
+    # Servers that are down were warned about above; the note is for a weak match or a degraded index.
+    if answer["weak_match"] or response.notice:
+        print(f"note: {answer['notice']}")
     if not response.hits:
         print("no tool matched")
     for rank, hit in enumerate(response.hits, start=1):

@@ -1,8 +1,9 @@
 """The MCP server an agent talks to: exactly two tools, `search_tools` and `execute_tool`.
 
-Built on the SDK's low-level `Server` because the tool descriptions and the instructions are
-generated from the live catalog (`describe.py`) and change while the server runs. Every failure
-reaches the agent as an `isError` result with actionable text; never as a traceback.
+Built on the SDK's low-level `Server` because the instructions are generated from the live catalog
+(`describe.py`) and change while the server runs. The two tools' definitions never change, whatever
+upstreams are connected: the servers are named in the instructions and in each search answer.
+Every failure reaches the agent as an `isError` result with actionable text; never as a traceback.
 """
 
 from __future__ import annotations
@@ -25,11 +26,9 @@ from toolscout import __version__
 from toolscout.catalog import MAX_ID_LENGTH, Catalog, ToolRecord
 from toolscout.errors import ToolCallError, UnknownToolError, UpstreamConfigurationError, UpstreamError
 from toolscout.gateway import Gateway
-from toolscout.search import SearchHit
-from toolscout.search.confidence import weak_notice
 from toolscout.serving import describe
+from toolscout.serving.answer import search_answer
 from toolscout.serving.describe import search_entry
-from toolscout.serving.packing import pack
 from toolscout.serving.validation import (
     check_argument_size,
     parse_arguments,
@@ -65,8 +64,6 @@ MAX_QUERY_CHARS = 2000
 _MAX_NAME_CHARS = 4 * MAX_ID_LENGTH
 # Clients we announce catalog changes to; old HTTP sessions fall off the end.
 _MAX_TRACKED_SESSIONS = 256
-# Beyond this many servers, listing their names in the schema costs more tokens than it helps.
-_MAX_ENUM_SERVERS = 100
 
 _SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -76,9 +73,66 @@ _SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
         "omitted": {"type": "integer", "minimum": 0},
         # True when no tool matches the request well (the notice then says so and names the closest).
         "weak_match": {"type": "boolean"},
+        # The servers connected now, with their tool counts and what each is for.
+        "servers": {"type": "array", "items": {"type": "string"}},
     },
     "required": ["tools", "omitted"],
 }
+
+
+# The definitions of the two tools: built once, the same for every client and every catalog.
+_META_TOOLS: tuple[types.Tool, ...] = (
+    types.Tool(
+        name=SEARCH_TOOL,
+        title="Search tools",
+        description=describe.search_description(),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "description": "What you need to do, in plain words."},
+                "limit": {
+                    "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
+                    "description": "How many tools to return.",
+                },
+                "servers": {
+                    "type": "array", "items": {"type": "string"},
+                    "description": "Only search the tools of these servers (optional); the server "
+                                   "instructions and every search answer name them.",
+                },
+                "max_tokens": {
+                    "type": "integer", "minimum": 1,
+                    "description": "Token budget for the result; tools that do not fit are left out.",
+                },
+            },
+            "required": ["query"],
+        },
+        output_schema=_SEARCH_OUTPUT_SCHEMA,
+        annotations=types.ToolAnnotations(title="Search tools", read_only_hint=True, open_world_hint=False),
+    ),
+    types.Tool(
+        name=EXECUTE_TOOL,
+        title="Execute a tool",
+        description=describe.execute_description(),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": (
+                    "The tool's `name` (also its `id`) exactly as search_tools returned it. The "
+                    "upstream's own tool name works when only one server has it, and so do "
+                    "server.tool, server/tool and mcp__server__tool."
+                )},
+                "arguments": {
+                    "type": ["object", "string"],
+                    "description": "Arguments matching the tool's input schema, as a JSON object.",
+                },
+            },
+            "required": ["name"],
+        },
+        annotations=types.ToolAnnotations(
+            title="Execute a tool", read_only_hint=False, destructive_hint=True, open_world_hint=True
+        ),
+    ),
+)
 
 
 class _GatewayServer(Server[Any]):
@@ -125,61 +179,8 @@ class MetaTools:
     # --- tools/list ------------------------------------------------------------------------
 
     def tools(self) -> list[types.Tool]:
-        statuses, catalog = self.gateway.statuses(), self.gateway.catalog
-        servers: dict[str, Any] = {"type": "array", "items": {"type": "string"}, "description": (
-            "Only search the tools of these servers (optional)."
-        )}
-        names = sorted({tool.server for tool in catalog.tools})
-        if 0 < len(names) <= _MAX_ENUM_SERVERS:
-            servers["items"]["enum"] = names
-        return [
-            types.Tool(
-                name=SEARCH_TOOL,
-                title="Search tools",
-                description=describe.search_description(statuses, catalog),
-                input_schema={
-                    "type": "object",
-                    "properties": {
-                        "query": {"type": "string", "minLength": 1, "description": "What you need to do, in plain words."},
-                        "limit": {
-                            "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
-                            "description": "How many tools to return.",
-                        },
-                        "servers": servers,
-                        "max_tokens": {
-                            "type": "integer", "minimum": 1,
-                            "description": "Token budget for the result; tools that do not fit are left out.",
-                        },
-                    },
-                    "required": ["query"],
-                },
-                output_schema=_SEARCH_OUTPUT_SCHEMA,
-                annotations=types.ToolAnnotations(title="Search tools", read_only_hint=True, open_world_hint=False),
-            ),
-            types.Tool(
-                name=EXECUTE_TOOL,
-                title="Execute a tool",
-                description=describe.execute_description(),
-                input_schema={
-                    "type": "object",
-                    "properties": {
-                        "name": {"type": "string", "description": (
-                            "The tool's `name` (also its `id`) exactly as search_tools returned it. The "
-                            "upstream's own tool name works when only one server has it, and so do "
-                            "server.tool, server/tool and mcp__server__tool."
-                        )},
-                        "arguments": {
-                            "type": ["object", "string"],
-                            "description": "Arguments matching the tool's input schema, as a JSON object.",
-                        },
-                    },
-                    "required": ["name"],
-                },
-                annotations=types.ToolAnnotations(
-                    title="Execute a tool", read_only_hint=False, destructive_hint=True, open_world_hint=True
-                ),
-            ),
-        ]
+        """The two meta-tools: the same definitions whatever upstreams are connected."""
+        return list(_META_TOOLS)
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -221,22 +222,9 @@ class MetaTools:
     async def search(self, arguments: dict[str, Any]) -> types.CallToolResult:
         query, limit, servers, max_tokens = self._search_arguments(arguments)
         response = await self.gateway.search(query, limit=limit, servers=servers)
-        entries = [search_entry(hit) for hit in response.hits]
-        omitted = 0
-        if max_tokens is not None:
-            entries, omitted = pack(entries, max_tokens, lambda entry: json.dumps(entry, ensure_ascii=False))
-        notices = [response.notice] if response.notice else []
-        weak = response.match is not None and response.match.weak and bool(entries)
-        if weak:
-            notices.insert(0, weak_notice([entry["id"] for entry in entries[:3]]))
-        if omitted:
-            notices.append(f"{omitted} matching tool(s) left out to fit max_tokens={max_tokens}.")
-        if not entries and not omitted:
-            notices.append("No tool matched. Try other words, or a broader description of the task.")
-        down = self._down(servers)
-        if down:
-            notices.append(f"Not available right now (their tools cannot be found): {', '.join(down)}.")
-        result = {"tools": entries, "notice": " ".join(notices) or None, "omitted": omitted, "weak_match": weak}
+        result = search_answer(
+            response, self.gateway.statuses(), self.gateway.catalog, servers=servers, max_tokens=max_tokens
+        )
         return types.CallToolResult(
             content=[types.TextContent(text=json.dumps(result, ensure_ascii=False))],
             structured_content=result,
@@ -275,12 +263,6 @@ class MetaTools:
         if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
             raise ToolCallError(f"'max_tokens' must be a positive integer; got {_shown(max_tokens)}.")
         return query.strip(), limit, servers, max_tokens
-
-    def _down(self, servers: list[str] | None) -> list[str]:
-        return [
-            s.name for s in self.gateway.statuses()
-            if s.state is not State.UP and (servers is None or s.name in servers)
-        ]
 
     async def execute(self, arguments: dict[str, Any], progress: ProgressFn | None = None) -> types.CallToolResult:
         name = arguments.get("name")

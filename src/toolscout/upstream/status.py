@@ -40,6 +40,12 @@ class UpstreamStatus:
     # True: it failed for a configuration error (`toolscout.upstream.failures`) and is not retried.
     configuration_error: bool = False
 
+    @property
+    def skipped(self) -> bool:
+        """Never started on purpose (an entry that would start toolscout itself): not a server to
+        tell an agent about."""
+        return self.configuration_error and (self.reason or "").startswith("skipped")
+
 
 def summarize(instructions: str | None, info: types.Implementation | None, tools: Sequence[types.Tool]) -> str:
     """One line saying what a server is for: its own words if it gave any, else what its tools do
