@@ -136,11 +136,25 @@ _META_TOOLS: tuple[types.Tool, ...] = (
 
 
 class _GatewayServer(Server[Any]):
-    """The SDK server, advertising tools.listChanged (the meta-tools' descriptions change).
+    """The SDK server, advertising tools.listChanged (what the meta-tools reach changes), with
+    instructions written from the gateway's state whenever a client asks for them.
 
     These options are the handshake's (up to 2025-11-25); on 2026-07-28 the SDK advertises
     listChanged because `subscriptions/listen` is served.
     """
+
+    # Set by `build_server`: the instructions as of now. The SDK reads `instructions` at each
+    # `initialize` (HTTP), `server/discover`, and when stdio serving starts (after the ready wait).
+    live_instructions: Callable[[], str] | None = None
+    _fixed_instructions: str | None = None
+
+    @property  # type: ignore[override]
+    def instructions(self) -> str | None:
+        return self.live_instructions() if self.live_instructions is not None else self._fixed_instructions
+
+    @instructions.setter
+    def instructions(self, value: str | None) -> None:
+        self._fixed_instructions = value
 
     def create_initialization_options(
         self,
@@ -319,8 +333,7 @@ class MetaTools:
             self._sessions.append(ctx.session)
         return result
 
-    async def catalog_changed(self, server: Server[Any], catalog: Catalog) -> None:
-        server.instructions = describe.instructions(self.gateway.statuses(), catalog)
+    async def catalog_changed(self) -> None:
         for session in list(self._sessions):
             try:
                 await session.send_tool_list_changed()
@@ -375,15 +388,15 @@ def build_server(gateway: Gateway, observers: Sequence[CallObserver] = ()) -> Se
         version=__version__,
         title="toolscout",
         description="Search and run the tools of many MCP servers through two tools.",
-        instructions=describe.instructions(gateway.statuses(), gateway.catalog),
         on_list_tools=meta.list_tools,
         on_call_tool=meta.call_tool,
         on_subscriptions_listen=meta.listen,
     )
+    server.live_instructions = lambda: describe.instructions(gateway.statuses(), gateway.catalog)
     server.middleware.append(meta.track_sessions)
 
     async def refresh(catalog: Catalog) -> None:
-        await meta.catalog_changed(server, catalog)
+        await meta.catalog_changed()
 
     gateway.add_listener(refresh)
     return server
