@@ -12,11 +12,13 @@ import psutil
 import pytest
 from mcp import Client
 from support.gateway_session import text_of
-from support.registries import python_server, write_registry
+from support.registries import fast_search_settings, python_server, write_registry
 from support.serve_process import serve_command, served_over_http
 
 import toolscout
+from toolscout.gateway import Gateway, GatewayOptions
 from toolscout.registry.loading import ServerSpec
+from toolscout.search import ToolSearch
 from toolscout.upstream.self_reference import self_reference
 
 pytestmark = pytest.mark.anyio
@@ -103,3 +105,24 @@ async def test_serve_over_a_desktop_config_that_lists_toolscout_serves_the_other
                 assert refused.is_error and "skipped" in text_of(refused) and "never serves itself" in text_of(refused)
                 assert "Try again later" not in text_of(refused)
             assert _gateways_below(serving_pid) == []
+
+
+async def test_a_toolscout_gateway_of_this_machine_reached_by_url_is_skipped_at_initialize(tmp_path: Path) -> None:
+    inner = write_registry(tmp_path / "inner.json", {"notes": python_server("notes_server.py")})
+    with anyio.fail_after(90):
+        async with served_over_http(serve_command(inner, "--transport", "http", "--port", "0")) as url:
+            specs = [
+                ServerSpec(name="gateway", transport="http", url=url, source="outer.json"),
+                ServerSpec(name="weather", transport="stdio", command=sys.executable,
+                           args=(str(Path(__file__).parent / "upstreams" / "weather_server.py"),), source="outer.json"),
+            ]
+            options = GatewayOptions(start_timeout=20, max_restarts=3)
+            async with Gateway(specs, ToolSearch(fast_search_settings()), options) as gateway:
+                await gateway.ready(30)
+                await gateway.wait_finished("gateway")  # not retried, although restarts are allowed
+                statuses = {s.name: s for s in gateway.statuses()}
+                served = {tool.server for tool in gateway.catalog.tools}
+    assert served == {"weather"}
+    skipped = statuses["gateway"]
+    assert skipped.configuration_error and skipped.skipped
+    assert "introduced itself as toolscout" in skipped.reason and "remove server 'gateway' from outer.json" in skipped.reason

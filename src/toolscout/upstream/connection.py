@@ -34,7 +34,7 @@ from toolscout.upstream.failures import (
     classify_start_failure,
 )
 from toolscout.upstream.limits import Limits, bound_result
-from toolscout.upstream.self_reference import GATEWAY_MARKER, NESTED_REFUSAL, self_reference
+from toolscout.upstream.self_reference import GATEWAY_MARKER, NESTED_REFUSAL, local_gateway, self_reference
 from toolscout.upstream.status import State, UpstreamStatus, describe_failure, summarize
 from toolscout.upstream.stderr import StderrTail
 from toolscout.upstream.stdio import stdio_transport
@@ -256,6 +256,9 @@ class Upstream:
                     await stack.enter_async_context(client)
                     self._instructions = client.instructions
                     self._info = client.server_info
+                    skipped = local_gateway(self.spec, self._info.name if self._info else None)
+                    if skipped is not None:
+                        raise UpstreamConfigurationError(self.name, skipped)
                     self.tools = await self._list_tools(client)
                     connected.set()
                     await self._serve(client, ended)

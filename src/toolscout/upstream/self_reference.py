@@ -10,14 +10,20 @@ would start itself again, and so on. Two guards stop that:
 - every stdio upstream gets `GATEWAY_MARKER` in its environment, so a toolscout gateway started
   under a gateway by any other route (a wrapper script) knows it, refuses to serve at once, before
   starting anything, and says so on stderr with `NESTED_REFUSAL`; the gateway above reads that as
-  a skipped entry, not a crash to retry.
+  a skipped entry, not a crash to retry;
+- at `initialize`, an upstream that introduces itself as toolscout and runs on this machine (a
+  `toolscout serve --transport http` reached on a loopback address or this host's name) is
+  skipped too (`local_gateway`).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import shlex
+import socket
+import urllib.parse
 from collections.abc import Sequence
 from pathlib import PurePath
 from typing import TYPE_CHECKING
@@ -25,7 +31,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from toolscout.registry.loading import ServerSpec
 
-__all__ = ["GATEWAY_MARKER", "NESTED_REFUSAL", "nested_refusal", "self_reference", "started_by_gateway"]
+__all__ = [
+    "GATEWAY_MARKER",
+    "NESTED_REFUSAL",
+    "local_gateway",
+    "nested_refusal",
+    "self_reference",
+    "started_by_gateway",
+]
 
 # Set in the environment of every process a gateway starts; its value is the gateway's pid.
 GATEWAY_MARKER = "TOOLSCOUT_GATEWAY"
@@ -64,6 +77,28 @@ def self_reference(spec: ServerSpec, program: str) -> str | None:
         f"skipped: it would start toolscout itself (`{shown}`), and a gateway never serves itself; "
         f"remove server '{spec.name}' from {spec.source} (its other servers are served)"
     )
+
+
+def local_gateway(spec: ServerSpec, server_name: str | None) -> str | None:
+    """Why an upstream that introduced itself as `server_name` at initialize is skipped: it is a
+    toolscout gateway of this machine. None for any other server, or a toolscout elsewhere."""
+    if server_name != _PROGRAM or not (spec.transport == "stdio" or _on_this_machine(spec.url or "")):
+        return None
+    where = spec.url or shlex.join([spec.command or "", *spec.args])
+    return (
+        f"skipped: it is a toolscout gateway on this machine ({where} introduced itself as toolscout), and a "
+        f"gateway never serves a gateway of its own machine; remove server '{spec.name}' from {spec.source}"
+    )
+
+
+def _on_this_machine(url: str) -> bool:
+    host = (urllib.parse.urlsplit(url).hostname or "").lower()
+    if host in ("localhost", socket.gethostname().lower()) or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback or ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
 
 
 def _stem(program: str) -> str:
