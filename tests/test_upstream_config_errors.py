@@ -163,3 +163,47 @@ async def test_transient_failures_stay_retryable() -> None:
     assert status.state is State.DOWN and not status.configuration_error
     assert not is_configuration_error(ConnectionRefusedError("refused"))
     assert is_configuration_error(FileNotFoundError(2, "No such file", "uvx"))
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A key and a certificate for 127.0.0.1 that no CA signed."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .sign(key, hashes.SHA256())
+    )
+    key_file, cert_file = folder / "key.pem", folder / "cert.pem"
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return key_file, cert_file
+
+
+async def test_a_certificate_that_does_not_verify_is_a_configuration_error(tmp_path: Path) -> None:
+    key_file, cert_file = _self_signed(tmp_path)
+    sock = socket.create_server(("127.0.0.1", 0))
+    config = uvicorn.Config(weather_server.server.streamable_http_app(), log_level="warning", lifespan="on",
+                            ssl_keyfile=str(key_file), ssl_certfile=str(cert_file))
+    server = uvicorn.Server(config)
+    url = f"https://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    spec = ServerSpec(name="selfsigned", transport="http", url=url, source="servers.json")
+    with anyio.fail_after(40):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, [sock])
+            status = (await _statuses([spec], not_retried=("selfsigned",)))["selfsigned"]
+            server.should_exit = True
+    assert status.configuration_error
+    assert f"the TLS certificate of {url} did not verify" in status.reason
+    assert "check 'url' of server 'selfsigned' in servers.json" in status.reason
