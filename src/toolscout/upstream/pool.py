@@ -179,5 +179,5 @@ class UpstreamPool:
         """Call `tool` on the upstream that owns it (never on another one with a same-named tool)."""
         upstream = self.upstreams.get(tool.server)
         if upstream is None:
-            raise UpstreamError(tool.server, "is not configured")
+            raise UpstreamError(tool.server, "is not configured", transient=False)
         return await upstream.call(tool.name, arguments, progress)
