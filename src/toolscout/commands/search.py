@@ -23,7 +23,7 @@ from toolscout.commands._gateway import (
     command_options,
     fail,
 )
-from toolscout.commands._seen import add_refresh_option, cached, index_seen
+from toolscout.commands._seen import add_refresh_option, cached, index_seen, screened_statuses
 from toolscout.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hoo
         return fail("search", f"unknown server(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     seen = cached("search", args.refresh, options, specs)
     if seen is not None:
-        statuses = seen.statuses
+        statuses = screened_statuses(seen.statuses, hooks.summary_screen)  # as a gateway shows them
         indexer = catalog_indexer(options, hooks)
         await index_seen(indexer, seen)  # no upstream starts, and the MCP SDK is not imported
         engine, catalog = indexer.engine, indexer.catalog

@@ -34,8 +34,8 @@ from toolscout.upstream.failures import (
     classify_start_failure,
 )
 from toolscout.upstream.limits import Limits, bound_result
-from toolscout.upstream.self_reference import GATEWAY_MARKER, NESTED_REFUSAL, local_gateway, self_reference
-from toolscout.upstream.status import State, UpstreamStatus, describe_failure, summarize
+from toolscout.upstream.self_reference import GATEWAY_MARKER, local_gateway, refused_as_nested, self_reference
+from toolscout.upstream.status import SKIPPED, State, UpstreamStatus, describe_failure, summarize
 from toolscout.upstream.stderr import StderrTail
 from toolscout.upstream.stdio import stdio_transport
 from toolscout.upstream.streams import EndWatchingStream
@@ -191,12 +191,9 @@ class Upstream:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_STDERR_GRACE):
                     await tail.closed.wait()
                 stderr = tail.tail()
-                if not self._was_up and NESTED_REFUSAL in stderr:
-                    failure = StartFailure(
-                        "skipped: it is a toolscout gateway (it said so when this one started it), and a gateway "
-                        f"never serves itself; remove server '{self.name}' from {self.spec.source}",
-                        configuration=True,
-                    )
+                nested = None if self._was_up else refused_as_nested(self.spec, stderr)
+                if nested is not None:
+                    failure = StartFailure(nested, configuration=True)
                 elif reason and stderr:
                     reason = f"{reason}; stderr: {stderr[-_MAX_STDERR_IN_REASON:]}"
             tg.cancel_scope.cancel()
@@ -221,7 +218,7 @@ class Upstream:
     def _mark_configuration_error(self, failure: StartFailure) -> None:
         """Down for good: no start attempt can succeed until the entry changes."""
         self.configuration_error = True
-        skipped = failure.reason.startswith("skipped")  # never started: nothing "failed to start"
+        skipped = failure.reason.startswith(SKIPPED)  # never started: nothing "failed to start"
         reason = failure.reason if skipped else f"failed to start: {failure.reason}"
         self._mark_down(f"{reason} ({CONFIGURATION_NOTE})")
 

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
+from toolscout.upstream.status import SKIPPED
+
 if TYPE_CHECKING:
     from toolscout.registry.loading import ServerSpec
 
@@ -36,6 +38,7 @@ __all__ = [
     "NESTED_REFUSAL",
     "local_gateway",
     "nested_refusal",
+    "refused_as_nested",
     "self_reference",
     "started_by_gateway",
 ]
@@ -68,13 +71,24 @@ def nested_refusal(parent: str) -> str:
     )
 
 
+def refused_as_nested(spec: ServerSpec, stderr: str) -> str | None:
+    """Why an entry whose process wrote `stderr` and ended is skipped: it was a toolscout gateway
+    that refused to serve under this one (`nested_refusal`). None otherwise."""
+    if NESTED_REFUSAL not in stderr:
+        return None
+    return (
+        f"{SKIPPED}it is a toolscout gateway (it said so when this one started it), and a gateway never "
+        f"serves itself; remove server '{spec.name}' from {spec.source}"
+    )
+
+
 def self_reference(spec: ServerSpec, program: str) -> str | None:
     """Why the stdio entry `spec`, whose command resolved to `program`, starts toolscout; None if it does not."""
     if not _launches_toolscout([program, *spec.args]):
         return None
     shown = shlex.join([spec.command or program, *spec.args])
     return (
-        f"skipped: it would start toolscout itself (`{shown}`), and a gateway never serves itself; "
+        f"{SKIPPED}it would start toolscout itself (`{shown}`), and a gateway never serves itself; "
         f"remove server '{spec.name}' from {spec.source} (its other servers are served)"
     )
 
@@ -86,7 +100,7 @@ def local_gateway(spec: ServerSpec, server_name: str | None) -> str | None:
         return None
     where = spec.url or shlex.join([spec.command or "", *spec.args])
     return (
-        f"skipped: it is a toolscout gateway on this machine ({where} introduced itself as toolscout), and a "
+        f"{SKIPPED}it is a toolscout gateway on this machine ({where} introduced itself as toolscout), and a "
         f"gateway never serves a gateway of its own machine; remove server '{spec.name}' from {spec.source}"
     )
 
