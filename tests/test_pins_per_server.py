@@ -148,3 +148,19 @@ def test_pins_of_an_older_file_move_to_the_first_server_of_their_name(tmp_path: 
     key = office["office"].key
     assert migrated["version"] == 3 and list(migrated["tools"]) == [key]
     assert migrated["servers"][key] == {"name": "office", "launch": "office-server one"}
+
+
+def test_a_gateway_started_after_a_candidate_was_recorded_drops_it_when_its_server_lists_the_approved_one(
+    tmp_path: Path,
+) -> None:
+    path, office = tmp_path / "pins.json", _identity("one")
+    store = PinStore(path)
+    store.check([READ], office)
+    store.check([CHANGED], office)
+    state = json.loads(path.read_text())
+    candidate = state["tools"][office["office"].key]["read_note"]["candidate"]
+    candidate["seen_at"] = "2026-01-01T00:00:00+00:00"  # recorded before the next gateway started
+    path.write_text(json.dumps(state))
+    later = PinStore(path)
+    assert later.check([READ], office).get("office", "read_note").status is PinStatus.TRUSTED  # type: ignore[union-attr]
+    assert later.pending() == []

@@ -18,10 +18,11 @@ the other's tools. Pins are filed under the identity's key ("time@3f2a1c0d"); a 
 from before identities (state file version 1 or 2), which the first server of that name to list
 its tools claims as its own.
 
-A candidate stays until a person approves it, or until its own server is seen to stop listing
-it: by the process that saw that server list it. Several gateways share one state file (a desktop
-host's and an IDE's); one whose session still lists the approved definition never drops the
-candidate another one recorded.
+A candidate stays until a person approves it, or until its own server is seen to go back to the
+approved definition: by the process that saw that server list the candidate, or by one started
+after the candidate was recorded. Several gateways share one state file (a desktop host's and an
+IDE's); one whose session is older than the candidate and still lists the approved definition
+never drops the candidate another one recorded.
 
 The state file is JSON, read and rewritten under a lock file for every operation (so a running
 gateway sees approvals made by `toolscout approve` on its next check), and replaced atomically
@@ -238,6 +239,9 @@ class PinStore:
         # Candidates (key, tool, fingerprint) this process saw their own server list: only those it
         # may drop when the server lists the approved definition again.
         self._listed_candidates: set[tuple[str, str, str]] = set()
+        # A candidate recorded before this store existed, whose server this process sees list the
+        # approved definition, is stale too: this process's sessions all began after it was seen.
+        self._opened_at = _now()
 
     def approve_command(self, key: str, tool: str) -> str:
         """The command a person runs to approve `tool` of the server filed under `key`, exactly:
@@ -359,8 +363,8 @@ class PinStore:
         pinned = entry.get("fingerprint") if isinstance(entry, dict) else None
         if pinned == fingerprint:
             candidate = entry.get("candidate")
-            if candidate is not None and (key, record.name, candidate.get("fingerprint")) in self._listed_candidates:
-                entry["candidate"] = None  # its server, seen by this process, went back to the approved definition
+            if candidate is not None and self._went_back(key, record.name, candidate):
+                entry["candidate"] = None  # its server went back to the approved definition
                 return verdict(PinStatus.TRUSTED), True
             # A candidate another gateway recorded stays: this session may just not have seen the change.
             return verdict(PinStatus.TRUSTED), False
@@ -381,6 +385,15 @@ class PinStore:
         if pinned is None:
             return verdict(PinStatus.PENDING, ("new tool, never approved",)), dirty
         return verdict(PinStatus.CHANGED, compare(entry.get("definition"), definition).summary), dirty
+
+    def _went_back(self, key: str, name: str, candidate: Mapping[str, Any]) -> bool:
+        """Whether listing the approved definition now shows the candidate's server went back to it:
+        this process saw that server list the candidate, or the candidate is older than this process
+        (so is every session it has). Otherwise another gateway's session may be newer than ours."""
+        if (key, name, candidate.get("fingerprint")) in self._listed_candidates:
+            return True
+        seen_at = candidate.get("seen_at")
+        return isinstance(seen_at, str) and seen_at < self._opened_at
 
     def pending(self, server: str | None = None, names: Iterable[str] | None = None) -> list[PendingChange]:
         """Definitions awaiting approval, optionally only of one server (a name, or an identity
