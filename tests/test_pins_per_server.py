@@ -164,3 +164,23 @@ def test_a_gateway_started_after_a_candidate_was_recorded_drops_it_when_its_serv
     later = PinStore(path)
     assert later.check([READ], office).get("office", "read_note").status is PinStatus.TRUSTED  # type: ignore[union-attr]
     assert later.pending() == []
+
+
+def test_approve_asks_for_the_key_when_same_named_servers_both_wait_and_the_key_approves_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolscout.cli import main
+
+    store = PinStore(tmp_path / "pins.json")
+    for label in ("one", "two"):
+        store.check([READ], _identity(label))
+        store.check([CHANGED], _identity(label))
+    pins = ["--pins", str(store.path)]
+    assert main(["approve", "read_note", "--yes", *pins]) == 2
+    err = capsys.readouterr().err
+    one, two = (_identity(label)["office"].key for label in ("one", "two"))
+    assert "pending on several servers" in err and f"{one} (office-server one)" in err and two in err
+    assert main(["approve", "--server", one, "read_note", "--yes", *pins]) == 0
+    out = capsys.readouterr().out
+    assert "launched as: office-server one" in out and f"approved {one}/read_note" in out
+    assert [change.pin_key for change in store.pending()] == [two]
