@@ -207,3 +207,16 @@ async def test_a_certificate_that_does_not_verify_is_a_configuration_error(tmp_p
     assert status.configuration_error
     assert f"the TLS certificate of {url} did not verify" in status.reason
     assert "check 'url' of server 'selfsigned' in servers.json" in status.reason
+
+
+async def test_an_sse_upstream_that_rejects_the_credentials_is_a_configuration_error() -> None:
+    sock = socket.create_server(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(BearerCheck(weather_server.server.sse_app()), log_level="warning", lifespan="on"))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/sse"
+    spec = ServerSpec(name="legacy", transport="sse", url=url, headers={"Authorization": "Bearer wrong"}, source="servers.json")
+    with anyio.fail_after(40):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, [sock])
+            status = (await _statuses([spec], not_retried=("legacy",)))["legacy"]
+            server.should_exit = True
+    assert "rejected the credentials (HTTP 401): check headers.Authorization of server 'legacy'" in status.reason

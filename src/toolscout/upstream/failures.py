@@ -59,6 +59,7 @@ def classify_start_failure(exc: BaseException, spec: ServerSpec, *, http_status:
     """The reason a start attempt failed with `exc`; `http_status`: the last HTTP error status an
     HTTP upstream answered during the attempt (the SDK turns it into a generic error)."""
     first = _first(exc)
+    http_status = http_status or _raised_status(first)
     if http_status is not None and spec.transport != "stdio":
         failure = http_status_failure(http_status, spec)
         if failure is not None:
@@ -102,6 +103,16 @@ def http_status_failure(status: int, spec: ServerSpec) -> StartFailure | None:
         return StartFailure(
             f"does not serve MCP at {spec.url} (HTTP {status}): check 'url' {where}", configuration=True
         )
+    return None
+
+
+def _raised_status(exc: BaseException) -> int | None:
+    """The status of an HTTP error response raised as an exception (the SSE transport does)."""
+    import httpx2
+
+    for error in _chain(exc):
+        if isinstance(error, httpx2.HTTPStatusError):
+            return error.response.status_code
     return None
 
 
