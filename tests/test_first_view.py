@@ -29,7 +29,8 @@ async def test_a_late_upstream_is_starting_not_missing_and_joins_every_later_vie
         if isinstance(message, types.ToolListChangedNotification):
             told.set()
 
-    command = serve_command(registry, "--transport", "http", "--port", "0", "--ready-wait", "3")
+    # The wait is served in full (slow never starts on its own): long enough for notes on a busy machine.
+    command = serve_command(registry, "--transport", "http", "--port", "0", "--ready-wait", "15")
     with anyio.fail_after(90):
         async with served_over_http(command) as url:
             async with Client(url, mode="legacy", message_handler=on_message) as early:
