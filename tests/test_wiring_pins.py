@@ -119,10 +119,13 @@ async def test_a_version_1_pin_file_upgrades_unchanged_tools_and_still_quarantin
     assert note.is_error and "definition changed" in note.content[0].text
     # What the old pin never recorded is not reported as changed: only the description is.
     assert "(description changed (1 sentence(s) added, 1 removed))" in note.content[0].text
+    # The old file's pins, filed by name, now belong to the server's identity (name and launch).
     assert state["version"] == 3
-    assert state["tools"]["office"]["send_report"]["fingerprint_version"] == 2
-    assert state["tools"]["office"]["send_report"]["definition"]["title"] == "Send report"
-    assert state["tools"]["office"]["read_note"]["candidate"]["definition"]["description"] == NOTE["description"]
+    [key] = state["tools"]
+    assert key.startswith("office@") and state["servers"][key]["name"] == "office"
+    assert state["tools"][key]["send_report"]["fingerprint_version"] == 2
+    assert state["tools"][key]["send_report"]["definition"]["title"] == "Send report"
+    assert state["tools"][key]["read_note"]["candidate"]["definition"]["description"] == NOTE["description"]
 
 
 async def test_instructions_hidden_in_an_output_schema_withhold_the_tool(tmp_path: Path) -> None:
