@@ -4,6 +4,7 @@ scripted upstreams (tests/upstreams/scripted_server.py) whose definitions a test
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -49,7 +50,10 @@ async def test_a_changed_definition_is_quarantined_until_a_person_approves_it(tm
     assert "office__send_report" not in during
     assert refused.is_error
     text = refused.content[0].text
-    assert "definition changed" in text and "toolscout approve --server office send_report" in text
+    # The exact command that approves it: the server's identity key, and this (not the per-user) pin file.
+    assert "definition changed" in text and re.search(
+        rf"`toolscout approve --server office@[0-9a-f]{{8}} send_report --pins {re.escape(str(tmp_path / 'pins.json'))}`", text
+    )
     assert "description" in text and "cc" in text  # says what changed
     assert echoed(other)["tool"] == "read_note"  # the server's other tools are unaffected
     assert code == 0
