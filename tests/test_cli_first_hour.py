@@ -62,7 +62,7 @@ def test_search_json_is_the_search_tools_answer_with_weak_match_and_notice(tmp_p
         "weather": python_server("weather_server.py"),
         "notes": python_server("notes_server.py"),
     }))
-    done = toolscout("search", "book a flight to Paris", "--json", "--registry", registry, "--refresh", "-k", "2")
+    done = toolscout("search", "order a pizza delivery", "--json", "--registry", registry, "--refresh", "-k", "2")
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     assert set(answer) == {"tools", "notice", "omitted", "weak_match", "servers"}
