@@ -4,6 +4,7 @@ scripted upstreams (tests/upstreams/scripted_server.py) whose definitions a test
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -135,7 +136,9 @@ async def test_serve_with_strict_pins_withholds_new_tools_until_approved(tmp_pat
     args = ["-m", "toolscout.cli", "serve", "--registry", str(registry), "--model", "none",
             "--pins", str(pins), "--strict-pins"]
     with anyio.fail_after(60):
-        async with Client(StdioServerParameters(command=sys.executable, args=args), mode="legacy") as client:
+        # The environment passes on: the serve that runs must be this checkout's (PYTHONPATH).
+        params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
+        async with Client(params, mode="legacy") as client:
             found = ids(await client.call_tool("search_tools", {"query": "send a status report"}))
             refused = await client.call_tool("execute_tool", {"name": "office__send_report", "arguments": {"to": "a"}})
         pending = [(c.server, c.name, c.kind) for c in PinStore(pins).pending()]
