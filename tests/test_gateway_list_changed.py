@@ -63,9 +63,10 @@ async def _add_report_tool(client: Client) -> None:
     await _execute(client, "reports__add_report_tool")
 
 
-async def _search_description(client: Client) -> str:
-    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    return tools["search_tools"].description or ""
+async def _servers_answered(client: Client) -> str:
+    """The servers a search answer lists now, one per line."""
+    answer = await client.call_tool("search_tools", {"query": "report"})
+    return "\n".join(answer.structured_content["servers"])
 
 
 async def test_a_client_on_2026_07_28_is_told_on_its_listen_stream_when_an_upstream_adds_a_tool(
@@ -75,11 +76,11 @@ async def test_a_client_on_2026_07_28_is_told_on_its_listen_stream_when_an_upstr
         async with _gateway(tmp_path, "session") as gateway, Client(build_server(gateway), mode="auto") as client:
             assert client.session.protocol_version == MODERN
             assert client.server_capabilities.tools is not None and client.server_capabilities.tools.list_changed
-            before = await _search_description(client)
+            before = await _servers_answered(client)
             async with client.listen(tools_list_changed=True) as subscription:
                 await _add_report_tool(client)
                 change = await anext(subscription)
-            after = await _search_description(client)
+            after = await _servers_answered(client)
     assert change == ToolsListChanged()
     assert "reports (2 tools" in before and "reports (3 tools" in after
 
@@ -121,7 +122,7 @@ async def test_a_client_on_2026_07_28_over_stdio_is_told_on_its_listen_stream(tm
             async with client.listen(tools_list_changed=True) as subscription:
                 await _add_report_tool(client)
                 change = await anext(subscription)
-            after = await _search_description(client)
+            after = await _servers_answered(client)
             protocol = client.session.protocol_version
     assert protocol == MODERN
     assert change == ToolsListChanged()

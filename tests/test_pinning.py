@@ -358,7 +358,7 @@ def test_a_version_1_candidate_approved_before_any_listing_is_upgraded_when_next
 def test_a_pin_file_from_a_newer_version_is_refused_not_misread(tmp_path: Path) -> None:
     store, path = store_at(tmp_path), legacy_file(tmp_path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text('{"version": 3, "tools": {}}', encoding="utf-8")
+    path.write_text('{"version": 4, "tools": {}}', encoding="utf-8")
     with pytest.raises(PinStateError, match="written by a newer toolscout"):
         store.check([ADD])
 

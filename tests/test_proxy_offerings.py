@@ -4,6 +4,7 @@ the reference "everything" server from npm."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -194,25 +195,31 @@ async def test_subscribed_resource_updates_and_list_changes_reach_the_client(tmp
 
 
 async def test_a_prompt_with_hidden_instructions_is_withheld_and_a_changed_one_quarantined(tmp_path: Path) -> None:
-    pins = PinOptions(tmp_path / "pins.json")
+    state = str(tmp_path / "state.sqlite3")
+    pins = PinOptions(state)
+    # The variants come through the environment: the same command line, so the same server identity.
+    poisoned_server, reworded_server = {"LIBRARY_FLAGS": "--poisoned"}, {"LIBRARY_FLAGS": "--reworded"}
     with anyio.fail_after(90):
-        async with library(tmp_path, "--poisoned", pins=pins, allow_flagged=False) as (app, client, _):
+        async with library(tmp_path, env=poisoned_server, pins=pins, allow_flagged=False) as (app, client, _):
             first = [p.name for p in (await client.list_prompts()).prompts]
             with pytest.raises(MCPError) as poisoned:
                 await client.get_prompt("library__summarize_library", {})
-        async with library(tmp_path, "--reworded", pins=pins, allow_flagged=False) as (app, client, _):
+        async with library(tmp_path, env=reworded_server, pins=pins, allow_flagged=False) as (app, client, _):
             second = [p.name for p in (await client.list_prompts()).prompts]
             with pytest.raises(MCPError) as changed:
                 await client.get_prompt("library__discuss", {"title": "dune"})
-        approved = main(["approve", "--pins", str(pins.path), "--server", "library", "prompt:discuss", "--yes"])
-        async with library(tmp_path, "--reworded", pins=pins, allow_flagged=False) as (app, client, _):
+        approved = main(["approve", "--state", state, "--server", "library", "prompt:discuss", "--yes"])
+        async with library(tmp_path, env=reworded_server, pins=pins, allow_flagged=False) as (app, client, _):
             after = (await client.get_prompt("library__discuss", {"title": "dune"})).messages
     assert first == ["library__discuss"]
     assert "withheld" in poisoned.value.error.message and "hidden instructions" in poisoned.value.error.message
     assert "id_rsa" not in poisoned.value.error.message
     assert second == []
     assert "definition changed" in changed.value.error.message
-    assert "toolscout approve --server library prompt:discuss" in changed.value.error.message
+    assert re.search(
+        rf"`toolscout approve --server library@[0-9a-f]{{8}} prompt:discuss --state {re.escape(state)}`",
+        changed.value.error.message,
+    )
     assert approved == 0 and after
 
 

@@ -37,7 +37,7 @@ def silent_server(folder: Path, label: str, tools: list[dict]) -> dict:
 
 @pytest.fixture(scope="module")
 async def texts(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[str, str]]:
-    """The server instructions and the search_tools description an agent is given."""
+    """The server instructions an agent is given, and the servers a search answer lists (as lines)."""
     folder = tmp_path_factory.mktemp("purposes")
     clock, _ = scripted(folder, "clock", CLOCK_TOOLS, instructions="Tells the time anywhere in the world.")
     registry = write_registry(folder / "servers.json", {
@@ -46,12 +46,15 @@ async def texts(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple
     })
     with anyio.fail_after(60):
         async with gateway_session(registry) as (_, client):
-            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            yield client.instructions or "", tools["search_tools"].description or ""
+            answer = (await client.call_tool("search_tools", {"query": "record an expense"})).structured_content
+            yield client.instructions or "", "\n".join(f"- {line}" for line in answer["servers"])
 
 
 async def test_a_server_without_words_of_its_own_is_described_by_what_its_tools_do(texts: tuple[str, str]) -> None:
-    for text in texts:
+    instructions, answered = texts
+    # A search answer shortens the same line.
+    assert "- ledger (4 tools): Record an expense in the household ledger; list the expenses" in answered
+    for text in (instructions,):
         line = next(line for line in text.splitlines() if line.startswith("- ledger "))
         assert line.startswith("- ledger (4 tools): ")
         assert "Record an expense in the household ledger" in line
@@ -67,8 +70,7 @@ async def test_a_server_that_describes_itself_keeps_its_own_words(texts: tuple[s
 
 
 async def test_counts_of_one_read_in_the_singular(texts: tuple[str, str]) -> None:
-    instructions, description = texts
+    instructions, _ = texts
     for text in texts:
         assert "1 tools" not in text and "1 servers" not in text
     assert "(5 tools from 2 servers)" in instructions
-    assert "5 tools from 2 servers:" in description

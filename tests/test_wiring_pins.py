@@ -119,12 +119,19 @@ async def test_a_version_1_pin_file_upgrades_unchanged_tools_and_still_quarantin
             async with Client(app.server, mode="legacy") as client:
                 send = await client.call_tool("execute_tool", {"name": "office__send_report", "arguments": {"to": "a"}})
                 note = await client.call_tool("execute_tool", {"name": "office__read_note", "arguments": {"title": "x"}})
-    with PinStore(state).state.transaction("pins") as records:
-        office = records.get("office")
+    store = PinStore(state)
+    with store.state.transaction("pins") as records:
+        pins_by_key = dict(records.items())
+    with store.state.transaction("servers") as records:
+        launches = dict(records.items())
     assert echoed(send)["tool"] == "send_report"
     assert note.is_error and "definition changed" in note.content[0].text
     # What the old pin never recorded is not reported as changed: only the description is.
     assert "(description changed (1 sentence(s) added, 1 removed))" in note.content[0].text
+    # The old file's pins, filed by name, now belong to the server's identity (name and launch).
+    [key] = pins_by_key
+    assert key.startswith("office@") and launches[key]["name"] == "office"
+    office = pins_by_key[key]
     assert office["send_report"]["fingerprint_version"] == 2
     assert office["send_report"]["definition"]["title"] == "Send report"
     assert office["read_note"]["candidate"]["definition"]["description"] == NOTE["description"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -26,7 +27,7 @@ async def test_a_changed_definition_is_quarantined_until_a_person_approves_it(tm
     entry, spec = scripted(tmp_path, "office", [SEND, NOTE, RELOAD])
     config = app_config(write_registry(tmp_path / "r.json", {"office": entry}), pins=PinOptions(str(tmp_path / "state.sqlite3")))
     with anyio.fail_after(40):
-        async with App(config) as app:  # follows the pin file, as serve does
+        async with App(config) as app:  # follows the state store, as serve does
             gateway = app.gateway
             await gateway.ready(20)
             async with Client(app.server, mode="legacy") as client:
@@ -50,7 +51,11 @@ async def test_a_changed_definition_is_quarantined_until_a_person_approves_it(tm
     assert "office__send_report" not in during
     assert refused.is_error
     text = refused.content[0].text
-    assert "definition changed" in text and "toolscout approve --server office send_report" in text
+    # The exact command that approves it: the server's identity key, and this (not the per-user) state store.
+    assert "definition changed" in text and re.search(
+        rf"`toolscout approve --server office@[0-9a-f]{{8}} send_report --state {re.escape(str(tmp_path / 'state.sqlite3'))}`",
+        text,
+    )
     assert "description" in text and "cc" in text  # says what changed
     assert echoed(other)["tool"] == "read_note"  # the server's other tools are unaffected
     assert code == 0
@@ -132,8 +137,9 @@ async def test_serve_with_strict_pins_withholds_new_tools_until_approved(tmp_pat
     args = ["-m", "toolscout.cli", "serve", "--registry", str(registry), "--model", "none",
             "--pins", str(pins), "--strict-pins"]
     with anyio.fail_after(60):
-        # The test's environment: its private state, and the code under test (PYTHONPATH, if set).
-        async with Client(StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ)), mode="legacy") as client:
+        # The environment passes on: the serve that runs must be this checkout's (PYTHONPATH).
+        params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
+        async with Client(params, mode="legacy") as client:
             found = ids(await client.call_tool("search_tools", {"query": "send a status report"}))
             refused = await client.call_tool("execute_tool", {"name": "office__send_report", "arguments": {"to": "a"}})
         pending = [(c.server, c.name, c.kind) for c in PinStore(pins).pending()]

@@ -143,19 +143,21 @@ class GatewayHooks:
             self.pins.store.state.close()
 
 
-def gateway_hooks(config: AppConfig) -> GatewayHooks:
+def gateway_hooks(config: AppConfig, specs: Sequence[ServerSpec] = ()) -> GatewayHooks:
     """Screens and learning sources from the configuration; ConfigError if a file is unusable.
+    `specs`: the servers the gateway runs (pins are kept per server identity).
 
     It reads and validates their files before anything connects, so a mistake is a clear error at start.
     """
     from toolscout.security.pinning import PinStore
     from toolscout.security.screens import PinScreen, PoisoningScreen
+    from toolscout.security.server_identity import server_identity
 
     hooks = GatewayHooks()
     if config.pins is not None:
         store = PinStore(config.pins.state, strict=config.pins.strict)
         store.pending()  # reads the pins now: an unusable store stops the command here
-        hooks.pins = PinScreen(store)
+        hooks.pins = PinScreen(store, {spec.name: server_identity(spec) for spec in specs})
         hooks.screens.append(hooks.pins)
     if not config.allow_flagged:
         poisoning = PoisoningScreen()
@@ -311,7 +313,7 @@ class App:
 
         async with AsyncExitStack() as stack:
             specs = self._specs if self._specs is not None else load_specs(self.config)
-            self._hooks = hooks = gateway_hooks(self.config)
+            self._hooks = hooks = gateway_hooks(self.config, specs)
             stack.callback(hooks.close)
             await self._start(stack, specs, hooks)
             self._stack = stack.pop_all()

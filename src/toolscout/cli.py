@@ -15,10 +15,18 @@ import sys
 from toolscout import __version__
 from toolscout.request_ids import RequestIdFilter
 
-__all__ = ["COMMAND_MODULES", "build_parser", "configure_logging", "main"]
+__all__ = ["COMMAND_MODULES", "QUIET_COMMANDS", "build_parser", "configure_logging", "main"]
 
 # Order is the order `toolscout --help` lists them in.
 COMMAND_MODULES = ("serve", "search", "tools", "approve", "eval", "tune", "examples", "expansions", "train_model")
+# Commands a person runs to read an answer: their log shows warnings only, unless -v.
+QUIET_COMMANDS = frozenset({"search", "tools"})
+
+
+def _add_logging_options(parser: argparse.ArgumentParser, *, default: object) -> None:
+    parser.add_argument("-v", "--verbose", action="count", default=default,
+                        help="more logging on stderr (-vv: debug, libraries included)")
+    parser.add_argument("-q", "--quiet", action="store_true", default=default, help="only errors on stderr")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,8 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="MCP gateway: many upstream MCP servers behind search_tools and execute_tool.",
     )
     parser.add_argument("--version", action="version", version=f"toolscout {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
-    parser.add_argument("-q", "--quiet", action="store_true", help="only errors on stderr")
+    _add_logging_options(parser, default=None)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
@@ -38,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(subparsers)
+    # -v and -q work after the command too; given there, they win over the same before it.
+    for subparser in subparsers.choices.values():
+        _add_logging_options(subparser, default=argparse.SUPPRESS)
     return parser
 
 
@@ -60,8 +70,15 @@ class _QuietLibraries(logging.Filter):
         )
 
 
-def configure_logging(verbose: int, quiet: bool) -> None:
-    level = logging.ERROR if quiet else logging.DEBUG if verbose > 1 else logging.INFO
+def configure_logging(verbose: int, quiet: bool, *, quiet_by_default: bool = False) -> None:
+    """Logging on stderr: INFO (WARNING with `quiet_by_default`), more with -v, DEBUG with -vv,
+    errors only with -q."""
+    if quiet:
+        level = logging.ERROR
+    elif verbose > 1:
+        level = logging.DEBUG
+    else:
+        level = logging.WARNING if quiet_by_default and not verbose else logging.INFO
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s%(request)s: %(message)s"))
     handler.addFilter(RequestIdFilter())
@@ -74,7 +91,7 @@ def configure_logging(verbose: int, quiet: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    configure_logging(args.verbose, args.quiet)
+    configure_logging(args.verbose or 0, bool(args.quiet), quiet_by_default=args.command in QUIET_COMMANDS)
     return int(args.handler(args) or 0)
 
 

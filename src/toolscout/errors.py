@@ -6,6 +6,7 @@
      |         +-- PinStateError   the pin state cannot be read, written or locked
      |         +-- StateUnavailable  the store cannot be reached now (a database restarting, ...)
      +-- UpstreamError             an upstream server failed to start, died, or timed out
+     |    +-- UpstreamConfigurationError  it cannot work until a person changes its entry: never retried
      +-- StdoutFault               a stdio upstream broke the framing of its stdout (ends its session)
      +-- ToolCallError             a call the agent made cannot be carried out as asked
      |    +-- UnknownToolError
@@ -38,6 +39,7 @@ __all__ = [
     "ToolCallError",
     "ToolscoutError",
     "UnknownToolError",
+    "UpstreamConfigurationError",
     "UpstreamError",
 ]
 
@@ -65,9 +67,23 @@ class StateUnavailable(StateError):
 class UpstreamError(ToolscoutError):
     """An upstream MCP server could not serve a request."""
 
-    def __init__(self, server: str, message: str) -> None:
+    def __init__(self, server: str, message: str, *, transient: bool = True) -> None:
         super().__init__(f"upstream '{server}': {message}")
         self.server = server
+        # False: trying the same call again later will fail the same way (the upstream refused it,
+        # or answered nonsense, or a person must change the configuration first).
+        self.transient = transient
+
+
+class UpstreamConfigurationError(UpstreamError):
+    """An upstream cannot start or serve until a person changes its configuration: do not retry.
+
+    Which start failures are such errors is decided in `toolscout.upstream.failures`.
+    """
+
+    def __init__(self, server: str, message: str) -> None:
+        super().__init__(server, message, transient=False)
+        self.detail = message
 
 
 class StdoutFault(ToolscoutError):

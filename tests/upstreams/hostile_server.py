@@ -146,6 +146,22 @@ def reject_quoting_env(name: str) -> str:
     raise MCPError(INTERNAL_ERROR, f"the key {os.environ.get(name)} was refused")
 
 
+# Where a package runner would have installed this server: a path of this machine, in the user's home.
+_INSTALLED_AT = os.path.join(os.path.expanduser("~"), ".cache", "uv", "archive-v0", "x1", "site-packages", "tool.py")
+
+
+@server.tool()
+def fail_echoing(text: str) -> str:
+    """Fail this call (an isError result) with a traceback-like message that echoes `text` whole."""
+    raise ToolError(f'File "{_INSTALLED_AT}", line 7: invalid value {text!r}')
+
+
+@server.tool()
+def reject_echoing(text: str) -> str:
+    """Answer this call with a JSON-RPC error that echoes `text` whole, after an installed path."""
+    raise MCPError(INTERNAL_ERROR, f'File "{_INSTALLED_AT}", line 7: invalid value {text!r}')
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--start-after":
         # A slow start: nothing is served until the test creates this file.

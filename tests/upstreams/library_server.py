@@ -6,7 +6,8 @@ to elicit or sample in the middle of a call.
 
 --poisoned: one more prompt, whose description hides instructions; --reworded: the `discuss`
 prompt's description says something else (a changed definition, for pinning); --broken-resources:
-resources/list fails.
+resources/list fails. The same flags may come in $LIBRARY_FLAGS instead, which leaves the command
+line, and so the server's identity for pinning, the same: what changes is then the server itself.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
-POISONED = "--poisoned" in sys.argv[1:]
-BROKEN = "--broken-resources" in sys.argv[1:]
-REWORDED = "--reworded" in sys.argv[1:]
+FLAGS = {*sys.argv[1:], *os.environ.get("LIBRARY_FLAGS", "").split()}
+POISONED = "--poisoned" in FLAGS
+BROKEN = "--broken-resources" in FLAGS
+REWORDED = "--reworded" in FLAGS
 server = MCPServer("library", instructions="A small library: books as resources, prompts to discuss them.")
 BOOKS = {"dune": "Dune, by Frank Herbert: spice, sand and politics.", "emma": "Emma, by Jane Austen."}
 LEVEL: dict[str, str] = {"level": "unset"}

@@ -10,6 +10,7 @@ are added in `add_search_options` and read in `toolscout.app.search_settings`.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,20 +32,40 @@ __all__ = [
     "byte_size",
     "command_options",
     "fail",
+    "registry_file",
 ]
 
 
 
 def add_registry_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--registry", action="append", type=Path, metavar="FILE",
-        help="registry of upstream servers (JSON); repeat to merge several (default: the bundled one)",
+        "--registry", action="append", type=registry_file, metavar="FILE",
+        help="registry of upstream servers (a JSON file; 'default' names the bundled one); repeat to merge "
+             "several, e.g. --registry default --registry node.json (default: the bundled one)",
     )
     parser.add_argument(
         "--start-timeout", type=float, default=DEFAULT_START_TIMEOUT, metavar="SECONDS",
         help=f"how long each upstream may take to start (default {DEFAULT_START_TIMEOUT:g})",
     )
 
+
+
+# The name `--registry` takes for the bundled registry (a file of that name: ./default).
+_BUNDLED_REGISTRY = "default"
+
+
+def registry_file(text: str) -> Path:
+    """A --registry value: a file, or `default` for the bundled registry (argparse type)."""
+    if text == _BUNDLED_REGISTRY:
+        from toolscout.registry.loading import default_registry_path
+
+        return default_registry_path()
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text):
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is a URL, and registries are read from files for now: download it and pass the "
+            "file's path (or 'default' for the bundled registry)"
+        )
+    return Path(text)
 
 
 def add_call_limit_options(parser: argparse.ArgumentParser) -> None:

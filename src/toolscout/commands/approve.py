@@ -42,7 +42,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "tools", nargs="*", metavar="TOOL", help="tool names to approve (with --server if ambiguous), or to forget"
     )
-    parser.add_argument("--server", help="only tools of this server")
+    parser.add_argument(
+        "--server", help="only tools of this server: its name, or NAME@DIGEST (as the quarantine warning prints it) "
+                         "for one of several servers of that name in different registries",
+    )
     parser.add_argument("--all", action="store_true", help="approve every pending definition (of --server)")
     parser.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     add_state_option(parser)
@@ -94,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     except ToolscoutError as exc:
         return fail("approve", str(exc))
     for change in accepted:
-        print(f"approved {change.server}/{change.name}")
+        print(f"approved {change.pin_key}/{change.name}")
     missed = len(selected) - len(accepted)
     if missed:
         print(f"{missed} definition(s) changed again while shown and were not approved; run approve again.")
@@ -129,15 +132,17 @@ def _select(args: argparse.Namespace, pending: list[PendingChange]) -> list[Pend
             known = ", ".join(sorted({f"{c.server}/{c.name}" for c in pending})) or "none"
             raise LookupError(f"no pending definition for tool '{name}'; pending: {known}")
         if len(matches) > 1:
-            servers = ", ".join(change.server for change in matches)
-            raise LookupError(f"tool '{name}' is pending on several servers ({servers}); add --server")
+            servers = ", ".join(f"{change.pin_key} ({change.launch or 'from before server identities'})" for change in matches)
+            raise LookupError(f"tool '{name}' is pending on several servers: {servers}; add --server with one of them")
         selected.append(matches[0])
     return selected
 
 
 def _show(change: PendingChange) -> None:
     title = "NEW" if change.kind == "new" else "CHANGED"
-    print(f"== {title} {terminal_safe(change.server)}/{terminal_safe(change.name)} (seen {change.seen_at})")
+    print(f"== {title} {terminal_safe(change.pin_key)}/{terminal_safe(change.name)} (seen {change.seen_at})")
+    if change.launch:
+        print(f"   server '{terminal_safe(change.server)}' launched as: {terminal_safe(change.launch)}")
     print(terminal_safe(change.diff))
     findings = scan_tool(record_from_definition(change.server, change.candidate))
     if findings:
@@ -148,13 +153,17 @@ def _show(change: PendingChange) -> None:
 def _refresh(args: argparse.Namespace, store: PinStore) -> None:
     import anyio
 
+    from toolscout.security.server_identity import server_identity
+
     async def listing() -> None:
         from toolscout.app import load_specs, open_gateway
 
         options = command_options(args)
-        async with open_gateway(options, load_specs(options)) as gateway:
+        specs = load_specs(options)
+        async with open_gateway(options, specs) as gateway:
             await gateway.ready(options.gateway.start_timeout + 5)
-            store.check([*gateway.catalog.tools, *gateway.listed_offerings().records()])
+            store.check([*gateway.catalog.tools, *gateway.listed_offerings().records()],
+                        {spec.name: server_identity(spec) for spec in specs})
 
     anyio.run(listing)
 
@@ -188,16 +197,20 @@ def _forget(args: argparse.Namespace) -> int:
 
 
 def _live_listing(args: argparse.Namespace) -> tuple[dict[str, set[str]], dict[str, str]]:
-    """Tool names each server that is up lists now, and why each other server is not up."""
+    """Tool names each server that is up lists now, and why each other server is not up, by the
+    servers' identity keys (as pins are filed)."""
     import anyio
 
+    from toolscout.security.server_identity import server_identity
     from toolscout.upstream.status import State
 
     async def listing() -> tuple[dict[str, set[str]], dict[str, str]]:
         from toolscout.app import load_specs, open_gateway
 
         options = command_options(args)
-        async with open_gateway(options, load_specs(options)) as gateway:
+        specs = load_specs(options)
+        keys = {spec.name: server_identity(spec).key for spec in specs}
+        async with open_gateway(options, specs) as gateway:
             await gateway.ready(options.gateway.start_timeout + 5)
             # One snapshot: a server coming up between the two would otherwise look empty.
             statuses, catalog = gateway.statuses(screened=False), gateway.listed()
@@ -206,8 +219,9 @@ def _live_listing(args: argparse.Namespace) -> tuple[dict[str, set[str]], dict[s
         listed: dict[str, set[str]] = defaultdict(set)
         for tool in [*catalog.tools, *offered]:
             listed[tool.server].add(tool.name)
-        down = {s.name: s.reason or s.state.value for s in statuses if s.state is not State.UP}
-        return {s.name: listed[s.name] for s in statuses if s.state is State.UP}, down
+        # Pins from before identities are filed under the bare name: those of a configured name are its own.
+        down = {key: s.reason or s.state.value for s in statuses if s.state is not State.UP for key in (keys[s.name], s.name)}
+        return {key: listed[s.name] for s in statuses if s.state is State.UP for key in (keys[s.name], s.name)}, down
 
     return anyio.run(listing)
 
@@ -215,22 +229,28 @@ def _live_listing(args: argparse.Namespace) -> tuple[dict[str, set[str]], dict[s
 def _vanished(
     args: argparse.Namespace, pinned: dict[str, list[str]], listed: dict[str, set[str]], down: dict[str, str],
 ) -> list[tuple[str, str]]:
-    """(server, tool) pins to forget; says which servers keep their pins and why.
+    """(server key, tool) pins to forget; says which servers keep their pins and why.
 
-    `listed`: the tools of every configured server that is up; `down`: every other configured server.
+    `listed`: the tools of every configured server that is up; `down`: every other configured
+    server; both by identity key, as `pinned` is. `--server` names a server or one key.
     """
-    if args.server is not None and args.server not in pinned:
+    from toolscout.security.server_identity import name_of_key
+
+    def named(key: str) -> bool:
+        return args.server in (key, name_of_key(key))
+
+    if args.server is not None and not any(named(key) for key in pinned):
         raise LookupError(f"no pins for server '{args.server}'; pinned servers: {', '.join(pinned) or 'none'}")
     vanished = []
     for server, names in pinned.items():
-        if args.server is not None and server != args.server:
+        if args.server is not None and not named(server):
             continue
         shown = terminal_safe(server)
         if server in listed:
             vanished += [(server, name) for name in names if name not in listed[server]]
         elif server in down:
             print(f"server '{shown}' is not up ({terminal_safe(down[server])}): its {len(names)} pin(s) are kept")
-        elif server == args.server:
+        elif args.server is not None:
             vanished += [(server, name) for name in names]  # named by the person: removed on purpose
         else:
             print(f"server '{shown}' is not in the registry: its {len(names)} pin(s) are kept "

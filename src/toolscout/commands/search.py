@@ -23,7 +23,7 @@ from toolscout.commands._gateway import (
     command_options,
     fail,
 )
-from toolscout.commands._seen import add_refresh_option, cached, index_seen
+from toolscout.commands._seen import add_refresh_option, cached, index_seen, screened_statuses
 from toolscout.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     options = command_options(args, search=True, security=True, learning=True)
     try:
         specs = load_specs(options)
-        hooks = gateway_hooks(options)
+        hooks = gateway_hooks(options, specs)
     except ConfigError as exc:
         return fail("search", str(exc))
     try:
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hooks: GatewayHooks) -> int:
     from toolscout.app import catalog_indexer, open_gateway, remember
-    from toolscout.serving.describe import search_entry
+    from toolscout.serving.answer import search_answer
 
     known = {spec.name for spec in specs}
     unknown = sorted(set(args.servers or ()) - known)
@@ -86,10 +86,10 @@ async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hoo
         return fail("search", f"unknown server(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     seen = cached("search", args.refresh, options, specs)
     if seen is not None:
-        statuses = seen.statuses
+        statuses = screened_statuses(seen.statuses, hooks.summary_screen)  # as a gateway shows them
         indexer = catalog_indexer(options, hooks)
         await index_seen(indexer, seen)  # no upstream starts, and the MCP SDK is not imported
-        engine = indexer.engine
+        engine, catalog = indexer.engine, indexer.catalog
     else:
         gateway = open_gateway(options, specs, hooks=hooks)
         async with gateway:
@@ -97,17 +97,21 @@ async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hoo
             remember(gateway, options, specs)
             statuses = tuple(gateway.statuses())
             await gateway.wait_complete()
-        engine = gateway.engine
+        engine, catalog = gateway.engine, gateway.catalog
     for status in statuses:
         if status.reason:
             logger.warning("upstream '%s' is %s: %s", status.name, status.state.value, status.reason)
     response = engine.search(args.query, limit=args.k, servers=args.servers)
+    answer = search_answer(response, statuses, catalog, servers=args.servers)
     if args.json:
-        entries = [search_entry(hit) | ({"ranks": dict(hit.ranks)} if args.explain else {}) for hit in response.hits]
-        print(json.dumps({"tools": entries, "notice": response.notice}, indent=2, ensure_ascii=False))
+        if args.explain:
+            for entry, hit in zip(answer["tools"], response.hits, strict=True):
+                entry["ranks"] = dict(hit.ranks)
+        print(json.dumps(answer, indent=2, ensure_ascii=False))
         return 0
-    if response.notice:
-        print(f"note: {response.notice}")
+    # Servers that are down were warned about above; the note is for a weak match or a degraded index.
+    if answer["weak_match"] or response.notice:
+        print(f"note: {answer['notice']}")
     if not response.hits:
         print("no tool matched")
     for rank, hit in enumerate(response.hits, start=1):

@@ -22,6 +22,7 @@ from toolscout.commands._gateway import (
 from toolscout.errors import ConfigError
 from toolscout.serving.http import AUTH_TOKEN_VARIABLE
 from toolscout.upstream.defaults import DEFAULT_MAX_RESTARTS, DEFAULT_READY_WAIT
+from toolscout.upstream.self_reference import nested_refusal, started_by_gateway
 
 __all__ = ["register", "run"]
 
@@ -81,6 +82,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    parent = started_by_gateway()
+    if parent is not None:
+        # Started as an upstream of a gateway: serving would start its upstreams, itself among them.
+        return fail("serve", nested_refusal(parent))
     if args.max_restarts < 0:
         return fail("serve", f"--max-restarts must be 0 or more, got {args.max_restarts}")
     from toolscout.app import App, ServingOptions

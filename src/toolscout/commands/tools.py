@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     options = command_options(args, security=True)
     try:
         specs = load_specs(options)
-        hooks = gateway_hooks(options)
+        hooks = gateway_hooks(options, specs)
     except ConfigError as exc:
         return fail("tools", str(exc))
     if args.flagged:
@@ -88,11 +88,13 @@ def run(args: argparse.Namespace) -> int:
 
     width = max([len(row["name"]) for row in report] + [6])
     if not args.running:
-        print(f"{'SERVER':<{width}}  {'STATE':<8}  {'TOOLS':>5}  DETAIL")
+        # Served: what agents can find and run; withheld: listed, but held back by pins or the scan.
+        print(f"{'SERVER':<{width}}  {'STATE':<8}  {'SERVED':>6}  {'WITHHELD':>8}  DETAIL")
     for row in report:
         if not args.running:
             detail = row["reason"] if row["state"] != "up" else row["summary"]
-            print(f"{row['name']:<{width}}  {row['state']:<8}  {row['tool_count']:>5}  {detail}")
+            served = row["tool_count"] - row["withheld_count"]
+            print(f"{row['name']:<{width}}  {row['state']:<8}  {served:>6}  {row['withheld_count']:>8}  {detail}")
         for seen in row["serving"]:
             print(f"{row['name'] if args.running else '':<{width}}  {_served_line(seen)}")
         for tool_id in row.get("tools", []):
@@ -141,8 +143,7 @@ async def _collect(args: argparse.Namespace, options: AppConfig, specs: list, ho
     seen = cached("tools", args.refresh, options, specs)
     if seen is not None:
         indexer = catalog_indexer(options, hooks)
-        if args.list:
-            await indexer.update(seen.catalog)  # screens them; no upstream starts
+        await indexer.update(seen.catalog)  # screens them (what is withheld is counted); no upstream starts
         return _rows(args, screened_statuses(seen.statuses, hooks.summary_screen), indexer.catalog, seen.catalog)
     # One attempt per upstream: this is a snapshot, not a supervisor.
     async with open_gateway(options, specs, hooks=hooks) as gateway:
@@ -154,21 +155,24 @@ async def _collect(args: argparse.Namespace, options: AppConfig, specs: list, ho
 def _rows(args: argparse.Namespace, statuses: Sequence[UpstreamStatus], catalog: Catalog, listed: Catalog) -> list[dict]:
     rows = []
     for status in statuses:
+        withheld = {
+            tool.id: catalog.withheld[tool.id]
+            for tool in listed.tools
+            if tool.server == status.name and tool.id in catalog.withheld
+        }
         row = {
             "name": status.name,
             "transport": status.transport,
             "state": status.state.value,
+            # Listed by the server; of those, `withheld_count` are held back from agents.
             "tool_count": status.tool_count,
+            "withheld_count": len(withheld) if status.state.value == "up" else 0,
             "summary": status.summary,
             "reason": status.reason,
         }
         if args.list:
             row["tools"] = [t.id for t in catalog.tools if t.server == status.name]
-            row["withheld"] = {
-                tool.id: catalog.withheld[tool.id]
-                for tool in listed.tools
-                if tool.server == status.name and tool.id in catalog.withheld
-            }
+            row["withheld"] = withheld
         rows.append(row)
     return rows
 

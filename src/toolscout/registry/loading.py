@@ -20,6 +20,7 @@ import re
 import shutil
 import ssl
 import sys
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -179,6 +180,8 @@ def build_spec(name: str, entry: object, path: Path) -> ServerSpec | None:
             f"(used in {', '.join(expander.missing_in)}); set them in the environment toolscout "
             "starts in, or write ${VAR:-default} in the registry"
         )
+    if error is None and url is not None:
+        error = _url_problem(name, path, url, expander.secrets)
     timeout = entry.get("timeout")
     return ServerSpec(
         name=name,
@@ -193,6 +196,18 @@ def build_spec(name: str, entry: object, path: Path) -> ServerSpec | None:
         source=str(path),
         secrets=frozenset(s for s in expander.secrets if len(s) >= MIN_SECRET_LENGTH),
         error=error,
+    )
+
+
+def _url_problem(name: str, path: Path, url: str, secrets: set[str]) -> str | None:
+    """Why `url` cannot be reached as an MCP endpoint (a configuration error), or None."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme in ("http", "https") and parsed.hostname:
+        return None
+    shown = redact(url, secrets)
+    return (
+        f"server '{name}' in {path}: 'url' {shown!r} is not an http:// or https:// URL with a host; "
+        "write it as e.g. https://example.com/mcp"
     )
 
 

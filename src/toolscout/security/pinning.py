@@ -1,7 +1,7 @@
 """Pinning (rug-pull defence): remember each tool definition as approved; hold back changed ones.
 
 A server can present a harmless tool, get approved, and later change the description into an
-attack. The pin store keeps, per (server, tool name), the SHA-256 fingerprint of the approved
+attack. The pin store keeps, per (server identity, tool name), the SHA-256 fingerprint of the approved
 definition (`ToolRecord.fingerprint`: name, title, description, input and output schemas,
 annotations) and that definition itself. On every listing the gateway calls `check(records)`:
 
@@ -12,14 +12,27 @@ annotations) and that definition itself. On every listing the gateway calls `che
   refused by execute_tool) until a person approves it. The new definition is stored as the
   candidate, so `toolscout approve` can show and accept exactly that, without connecting.
 
-The pins live in the state store (`toolscout.state`: SQLite in the user state directory, or
-Postgres shared by replicas), one record per server key, each read-modify-write one transaction:
-a running gateway sees approvals made by `toolscout approve` (or by another replica) on its next
-check, and a process killed mid-write leaves the previous pins whole. The server key is whatever
-`ToolRecord.server` holds; the store treats it as an opaque string.
+A server identity (`toolscout.security.server_identity`) is the server's name with its launch
+command or URL: two registries with a same-named server keep separate pins, so neither quarantines
+the other's tools. Pins are filed under the identity's key ("time@3f2a1c0d"); a bare name is a pin
+from before identities, which the first server of that name to list its tools claims as its own.
 
-Today's JSON pin file (`pins.json` in the user state directory, or $TOOLSCOUT_PINS) is imported
-into a store that has no pins yet, the first time a PinStore uses it, and renamed
+A candidate stays until a person approves it, or until its own server is seen to go back to the
+approved definition: by the process that saw that server list the candidate, or by one started
+after the candidate was recorded. Several gateways share one state store (a desktop host's and an
+IDE's, or replicas); one whose session is older than the candidate and still lists the approved
+definition never drops the candidate another one recorded.
+
+The pins live in the state store (`toolscout.state`: SQLite in the user state directory, or
+Postgres shared by replicas), one record of kind "pins" per server identity key, each
+read-modify-write one transaction: a running gateway sees approvals made by `toolscout approve`
+(or by another replica) on its next check, and a process killed mid-write leaves the previous pins
+whole. The store treats keys as opaque strings. How each key's server is launched, shown to the
+person approving, is kept beside them in kind "servers" ({"name", "launch"} per key).
+
+The JSON pin file of earlier versions (`pins.json` in the user state directory, or
+$TOOLSCOUT_PINS; versions 1 to 3, version 3 filed by identity key with its `servers` map) is
+imported into a store that has no pins yet, the first time a PinStore uses it, and renamed
 `pins.json.imported`. A file that cannot be read is an error, never silently skipped: skipping it
 would re-trust every tool, which is what a rug pull wants.
 
@@ -34,6 +47,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -48,12 +62,15 @@ from toolscout.catalog import ToolRecord
 from toolscout.errors import PinStateError
 from toolscout.json_files import read_json_file
 from toolscout.security.changes import compare
+from toolscout.security.server_identity import ServerIdentity, name_of_key
 from toolscout.state import StateStore, open_state
+from toolscout.state.location import STATE_FILE
 from toolscout.state.store import Records
 
 __all__ = [
     "PATH_ENV",
     "PINS_KIND",
+    "SERVERS_KIND",
     "PendingChange",
     "PinStatus",
     "PinStore",
@@ -70,8 +87,11 @@ logger = logging.getLogger(__name__)
 PATH_ENV = "TOOLSCOUT_PINS"
 # The state store's kind holding pins: one record per server key, {tool name: entry}.
 PINS_KIND = "pins"
-# JSON pin files: version 2 added `fingerprint_version` to each pin and candidate.
-_READABLE_VERSIONS = (1, 2)
+# The state store's kind saying how each key's server is launched: {"name": ..., "launch": ...}.
+SERVERS_KIND = "servers"
+# JSON pin files: version 2 added `fingerprint_version` to each pin and candidate; version 3 filed
+# pins by server identity key and kept `servers` (each key's name and launch).
+_READABLE_VERSIONS = (1, 2, 3)
 # Fingerprint compositions: 1 = catalog.LEGACY_FIELDS, 2 = catalog.DEFINITION_FIELDS.
 FINGERPRINT_VERSION = 2
 _LEGACY_FINGERPRINT = 1
@@ -80,6 +100,7 @@ _RECOVERY = (
     "(every tool is then trusted again on first use, or pending in strict mode)."
 )
 
+# (server identity key, tool name)
 Key = tuple[str, str]
 
 
@@ -99,6 +120,8 @@ class PinVerdict:
     status: PinStatus
     # For CHANGED/PENDING: which parts changed, naming paths but never quoting the new text.
     changes: tuple[str, ...] = ()
+    # The command that approves exactly this definition (`PinStore.approve_command`).
+    command: str = ""
 
     @property
     def blocked(self) -> bool:
@@ -107,7 +130,7 @@ class PinVerdict:
     @property
     def message(self) -> str:
         """The refusal an agent gets from execute_tool for a blocked tool ('' when not blocked)."""
-        command = f"toolscout approve --server {self.server} {self.name}"
+        command = self.command or f"toolscout approve --server {self.server} {self.name}"
         if self.status is PinStatus.CHANGED:
             return (
                 f"Tool '{self.name}' of server '{self.server}' is quarantined: its definition changed "
@@ -156,6 +179,14 @@ class PendingChange:
     candidate: Mapping[str, Any]
     candidate_fingerprint: str
     seen_at: str
+    # The server identity key it is filed under (the name alone for pins from before identities),
+    # and how that server is launched, as a person reads it ('' when unknown).
+    key: str = ""
+    launch: str = ""
+
+    @property
+    def pin_key(self) -> str:
+        return self.key or self.server
 
     @property
     def kind(self) -> str:
@@ -219,6 +250,14 @@ class PinStore:
         self.strict = strict
         self._legacy_file = legacy_file if legacy_file is not None else default_state_path()
         self._legacy_checked = False
+        # Identity keys whose launch this process has filed in SERVERS_KIND.
+        self._registered: set[str] = set()
+        # Candidates (key, tool, fingerprint) this process saw their own server list: only those it
+        # may drop when the server lists the approved definition again.
+        self._listed_candidates: set[tuple[str, str, str]] = set()
+        # A candidate recorded before this store was opened, whose server this process sees list the
+        # approved definition, is stale too: this process's sessions all began after it was seen.
+        self._opened_at = _now()
 
     @property
     def location(self) -> str:
@@ -228,6 +267,15 @@ class PinStore:
         """Changes whenever pins change, by this process or any other sharing the store."""
         return self.state.revision(PINS_KIND)
 
+    def approve_command(self, key: str, tool: str) -> str:
+        """The command a person runs to approve `tool` of the server filed under `key`, exactly:
+        the store is named unless it is the per-user one (a host may set TOOLSCOUT_STATE or --state
+        for the gateway alone, which the person's shell does not have)."""
+        command = f"toolscout approve --server {shlex.quote(key)} {shlex.quote(tool)}"
+        if not _is_user_store(self.location):
+            command += f" --state {shlex.quote(self.location)}"
+        return command
+
     # -- storage -------------------------------------------------------------------------------
 
     @contextmanager
@@ -235,7 +283,7 @@ class PinStore:
         """{server: {tool name: entry}} of `servers` (None: all), in one transaction; what the
         block changes in it is written back when it ends."""
         with self.state.transaction(PINS_KIND) as records:
-            imported = self._import_legacy_file(records)
+            imported, launches = self._import_legacy_file(records)
             if servers is None:
                 tools = dict(records.items())
             else:
@@ -252,56 +300,96 @@ class PinStore:
                 records.delete(server)
         self._legacy_checked = True
         if imported is not None:
+            self._file_launches(launches)
             # Only once the import is committed: a process killed before leaves the file to import.
             kept = imported.with_name(imported.name + ".imported")
             os.replace(imported, kept)
             logger.info("pins of %s imported into the state store %s; the file is kept as %s",
                         imported, self.state.location, kept)
 
-    def _import_legacy_file(self, records: Records) -> Path | None:
-        """Copy the JSON pin file into a store without pins; returns the file if it did."""
+    def _import_legacy_file(self, records: Records) -> tuple[Path | None, dict[str, Any]]:
+        """Copy the JSON pin file into a store without pins; returns the file if it did, and the
+        launches of its servers (version 3) to file once the pins are committed."""
         path = self._legacy_file
         if self._legacy_checked or not path.exists() or next(records.items(), None) is not None:
-            return None
-        for server, entries in _read_legacy_file(path).items():
+            return None, {}
+        tools, launches = _read_legacy_file(path)
+        for server, entries in tools.items():
             if entries:
                 records.put(server, entries)
-        return path
+        return path, launches
+
+    def _file_launches(self, launches: Mapping[str, Any], dropped: Iterable[str] = ()) -> None:
+        """Record how each key's server is launched ({key: {"name", "launch"}}) and drop the
+        records of `dropped` keys, in one transaction of SERVERS_KIND."""
+        with self.state.transaction(SERVERS_KIND) as servers:
+            for key in dropped:
+                servers.delete(key)
+            for key, server in launches.items():
+                if isinstance(server, Mapping) and servers.get(key) != dict(server):
+                    servers.put(key, dict(server))
+
+    def _launches(self) -> dict[str, str]:
+        """How the server of each key is launched, as a person reads it."""
+        with self.state.transaction(SERVERS_KIND) as servers:
+            return {key: str(server.get("launch", "")) for key, server in servers.items() if isinstance(server, dict)}
 
     # -- operations ----------------------------------------------------------------------------
 
-    def check(self, records: Iterable[ToolRecord]) -> PinVerdicts:
-        """Verdicts for the tools a server lists now; pins new tools and records changed ones."""
+    def check(
+        self, records: Iterable[ToolRecord], identities: Mapping[str, ServerIdentity] | None = None
+    ) -> PinVerdicts:
+        """Verdicts for the tools servers list now; pins new tools and records changed ones.
+
+        `identities`: each server's identity by name (a server missing there is filed by its name).
+        """
         verdicts: dict[Key, PinVerdict] = {}
         records = list(records)
-        with self._tools(record.server for record in records) as tools:
+        given = identities or {}
+        listed = {record.server: given.get(record.server) or ServerIdentity(record.server) for record in records}
+        # The bare names too: pins from before identities, for the identity to claim.
+        filed = [*(identity.key for identity in listed.values()), *listed]
+        with self._tools(filed) as tools:
+            for identity in listed.values():
+                _claim(tools, identity)
             for record in records:
-                verdict, changed_state = self._check_one(tools, record)
+                verdict, changed_state = self._check_one(tools, listed[record.server].key, record)
                 verdicts[(record.server, record.name)] = verdict
                 if changed_state and verdict.blocked:
                     logger.warning("%s", verdict.message)  # once per new candidate, not per listing
+        unregistered = {i.key: {"name": i.name, "launch": i.launch} for i in listed.values() if i.key not in self._registered}
+        if unregistered:
+            self._file_launches(unregistered, dropped=[i.name for i in listed.values() if i.key != i.name])
+            self._registered.update(unregistered)
         return PinVerdicts(verdicts)
 
-    def _check_one(self, tools: dict[str, Any], record: ToolRecord) -> tuple[PinVerdict, bool]:
-        entries = tools.setdefault(record.server, {})
+    def _check_one(self, tools: dict[str, Any], key: str, record: ToolRecord) -> tuple[PinVerdict, bool]:
+        entries = tools.setdefault(key, {})
         entry = entries.get(record.name)
         fingerprint, now = record.fingerprint, _now()
+        command = self.approve_command(key, record.name)
+
+        def verdict(status: PinStatus, changes: tuple[str, ...] = ()) -> PinVerdict:
+            return PinVerdict(record.server, record.name, status, changes, command)
+
         if isinstance(entry, dict) and _upgraded(entry, record, now):
             logger.info("pin of %s/%s upgraded to the fingerprint that covers title and output schema",
-                        record.server, record.name)
-            return PinVerdict(record.server, record.name, PinStatus.TRUSTED), True
+                        key, record.name)
+            return verdict(PinStatus.TRUSTED), True
         pinned = entry.get("fingerprint") if isinstance(entry, dict) else None
         if pinned == fingerprint:
-            if entry.get("candidate") is not None:
-                entry["candidate"] = None  # the server went back to the approved definition
-                return PinVerdict(record.server, record.name, PinStatus.TRUSTED), True
-            return PinVerdict(record.server, record.name, PinStatus.TRUSTED), False
+            candidate = entry.get("candidate")
+            if candidate is not None and self._went_back(key, record.name, candidate):
+                entry["candidate"] = None  # its server went back to the approved definition
+                return verdict(PinStatus.TRUSTED), True
+            # A candidate another gateway recorded stays: this session may just not have seen the change.
+            return verdict(PinStatus.TRUSTED), False
         definition = definition_of(record)
         if pinned is None and not self.strict:
             entries[record.name] = {"fingerprint": fingerprint, "fingerprint_version": FINGERPRINT_VERSION,
                                     "definition": definition, "approved_at": now, "approved_by": "first use",
                                     "candidate": None}
-            return PinVerdict(record.server, record.name, PinStatus.NEW), True
+            return verdict(PinStatus.NEW), True
         if not isinstance(entry, dict):
             entry = entries[record.name] = {"fingerprint": None, "definition": None, "approved_at": None}
         candidate = entry.get("candidate") or {}
@@ -309,38 +397,50 @@ class PinStore:
         if dirty:
             entry["candidate"] = {"fingerprint": fingerprint, "fingerprint_version": FINGERPRINT_VERSION,
                                   "definition": definition, "seen_at": now}
+        self._listed_candidates.add((key, record.name, fingerprint))
         if pinned is None:
-            return PinVerdict(record.server, record.name, PinStatus.PENDING, ("new tool, never approved",)), dirty
-        summary = compare(entry.get("definition"), definition).summary
-        return PinVerdict(record.server, record.name, PinStatus.CHANGED, summary), dirty
+            return verdict(PinStatus.PENDING, ("new tool, never approved",)), dirty
+        return verdict(PinStatus.CHANGED, compare(entry.get("definition"), definition).summary), dirty
+
+    def _went_back(self, key: str, name: str, candidate: Mapping[str, Any]) -> bool:
+        """Whether listing the approved definition now shows the candidate's server went back to it:
+        this process saw that server list the candidate, or the candidate is older than this store
+        (so is every session this process has). Otherwise another gateway's session may be newer."""
+        if (key, name, candidate.get("fingerprint")) in self._listed_candidates:
+            return True
+        seen_at = candidate.get("seen_at")
+        return isinstance(seen_at, str) and seen_at < self._opened_at
 
     def pending(self, server: str | None = None, names: Iterable[str] | None = None) -> list[PendingChange]:
-        """Definitions awaiting approval, optionally only of one server and/or some tool names."""
+        """Definitions awaiting approval, optionally only of one server (a name, or an identity
+        key for one of several same-named servers) and/or some tool names."""
         wanted = set(names) if names is not None else None
-        with self._tools(None if server is None else [server]) as tools:
+        with self._tools() as tools:
             pass
+        launches = self._launches()
         found = []
-        for server_name, entries in sorted(tools.items()):
-            if server is not None and server_name != server:
+        for key, entries in sorted(tools.items()):
+            if server is not None and server not in (key, name_of_key(key)):
                 continue
             for name, entry in sorted(entries.items()):
                 candidate = entry.get("candidate") if isinstance(entry, dict) else None
                 if not candidate or (wanted is not None and name not in wanted):
                     continue
-                found.append(PendingChange(server_name, name, entry.get("definition"), candidate["definition"],
-                                           candidate["fingerprint"], candidate.get("seen_at", "")))
+                found.append(PendingChange(name_of_key(key), name, entry.get("definition"), candidate["definition"],
+                                           candidate["fingerprint"], candidate.get("seen_at", ""), key,
+                                           launches.get(key, "")))
         return found
 
     def approve(self, changes: Iterable[PendingChange], approved_by: str = "approve") -> list[PendingChange]:
         """Accept exactly the candidates shown; one that changed again meanwhile is left pending."""
         accepted = []
         changes = list(changes)
-        with self._tools(change.server for change in changes) as tools:
+        with self._tools(change.pin_key for change in changes) as tools:
             for change in changes:
-                entry = tools[change.server].get(change.name)
+                entry = tools[change.pin_key].get(change.name)
                 candidate = entry.get("candidate") if isinstance(entry, dict) else None
                 if not candidate or candidate.get("fingerprint") != change.candidate_fingerprint:
-                    logger.warning("%s/%s changed again since it was shown; not approved", change.server, change.name)
+                    logger.warning("%s/%s changed again since it was shown; not approved", change.pin_key, change.name)
                     continue
                 # A candidate recorded before the upgrade keeps its composition; `check` upgrades it.
                 entry.update(fingerprint=candidate["fingerprint"], definition=candidate["definition"],
@@ -350,7 +450,7 @@ class PinStore:
         return accepted
 
     def pinned(self) -> dict[str, list[str]]:
-        """Tool names with a pin or a candidate, by server."""
+        """Tool names with a pin or a candidate, by server identity key."""
         with self._tools() as tools:
             pass
         return {server: sorted(entries) for server, entries in sorted(tools.items()) if entries}
@@ -367,6 +467,10 @@ class PinStore:
             for server, name in keys:
                 if tools[server].pop(name, None) is not None:
                     removed.append((server, name))
+        emptied = [server for server, entries in tools.items() if not entries]
+        if removed and emptied:
+            self._file_launches({}, dropped=emptied)
+            self._registered.difference_update(emptied)
         return removed
 
 
@@ -374,8 +478,28 @@ def _canonical(entries: Any) -> str:
     return json.dumps(entries, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _read_legacy_file(path: Path) -> dict[str, Any]:
-    """{server: {tool name: entry}} of a JSON pin file of earlier versions; PinStateError if unusable."""
+def _claim(tools: dict[str, Any], identity: ServerIdentity) -> None:
+    """`identity` claims the pins filed under its bare name from before identities, unless it has
+    pins of its own already."""
+    key, name = identity.key, identity.name
+    if key != name and not tools.get(key) and tools.get(name):
+        tools[key] = tools.pop(name)
+        logger.info("pins of server '%s' from before pins were kept per server identity now belong to %s (%s)",
+                    name, key, identity.launch)
+
+
+def _is_user_store(location: str) -> bool:
+    """Whether `location` is the per-user state store a person's shell finds without options."""
+    user = Path(platformdirs.user_state_dir("toolscout", appauthor=False)) / STATE_FILE
+    try:
+        return Path(location).expanduser().resolve() == user.resolve()
+    except (OSError, ValueError):
+        return False
+
+
+def _read_legacy_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """({key: {tool name: entry}}, {key: {"name", "launch"}}) of a JSON pin file of earlier
+    versions; PinStateError if unusable."""
     state = read_json_file(path, "pin state file", error=PinStateError, advice=_RECOVERY)
     version = state.get("version") if isinstance(state, dict) else None
     if isinstance(version, int) and version > max(_READABLE_VERSIONS) and isinstance(state.get("tools"), dict):
@@ -385,10 +509,13 @@ def _read_legacy_file(path: Path) -> dict[str, Any]:
         )
     if version not in _READABLE_VERSIONS or not isinstance(state.get("tools"), dict):
         raise PinStateError(
-            f"pin state file {path} is not a toolscout pin file (version 1 or 2). "
+            f"pin state file {path} is not a toolscout pin file (version 1 to 3). "
             "Move it away to start over, or point TOOLSCOUT_PINS at another file."
         )
-    return {str(server): entries for server, entries in state["tools"].items() if isinstance(entries, dict)}
+    tools = {str(server): entries for server, entries in state["tools"].items() if isinstance(entries, dict)}
+    servers = state.get("servers")
+    launches = {str(key): server for key, server in servers.items() if isinstance(server, dict)} if isinstance(servers, dict) else {}
+    return tools, launches
 
 
 def _upgraded(entry: dict[str, Any], record: ToolRecord, now: str) -> bool:

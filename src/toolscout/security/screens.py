@@ -3,7 +3,7 @@
 A screen takes every tool of the live catalog and returns {tool id: reason} for the tools agents
 must not search or run (`toolscout.gateway.ToolScreen`); execute_tool answers with the reason.
 
-    pins = PinScreen(PinStore(path, strict=False))    # changed (or, strict, new) definitions
+    pins = PinScreen(PinStore(path), identities)      # changed (or, strict, new) definitions
     poison = PoisoningScreen()                         # hidden instructions in definitions
     Gateway(specs, engine, screens=[pins, poison], summary_screen=poison.summary_reason)
 
@@ -14,7 +14,7 @@ it would hand the agent the very instructions the screen keeps from it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
 import anyio
@@ -24,6 +24,7 @@ from toolscout.catalog import ToolRecord
 from toolscout.errors import StateError, StateUnavailable
 from toolscout.security.pinning import PinStore
 from toolscout.security.poisoning import Finding, scan_tool, summarize
+from toolscout.security.server_identity import ServerIdentity
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +42,10 @@ class PinScreen:
     `follow_approvals` screens again once the store answers.
     """
 
-    def __init__(self, store: PinStore) -> None:
+    def __init__(self, store: PinStore, identities: Mapping[str, ServerIdentity] | None = None) -> None:
         self.store = store
+        # Each server's identity by name: pins are kept per identity (`server_identity`).
+        self.identities = dict(identities or {})
         # {(server, tool name, fingerprint): reason or None}, from the last check that reached the store.
         self._last: dict[tuple[str, str, str], str | None] = {}
 
@@ -69,7 +72,7 @@ class PinScreen:
 
     def __call__(self, tools: Sequence[ToolRecord]) -> dict[str, str]:
         try:
-            verdicts = self.store.check(tools)
+            verdicts = self.store.check(tools, self.identities)
         except StateUnavailable as exc:
             logger.warning("pinning: %s; keeping the last verdicts until it answers", exc)
             reason = f"toolscout cannot verify this tool's definition now: {exc}. Try again shortly."

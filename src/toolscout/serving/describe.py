@@ -1,9 +1,13 @@
-"""The text a model reads about the gateway, generated from the live catalog.
+"""The text a model reads about the gateway.
 
-An agent sees two tools and none of the upstream tools, so the server instructions and the
-`search_tools` description must tell it what can be found (which servers, what each is for, how
-many tools) and that it should search before concluding it cannot do something. Each result of
-`search_tools` (and of `toolscout search --json`) is a `search_entry`.
+An agent sees two tools and none of the upstream tools, so it must be told what can be found
+(which servers, what each is for, how many tools) and that it should search before concluding it
+cannot do something. The two tools' definitions never change (`search_description`,
+`execute_description`): a client that pins tool definitions would otherwise take every upstream
+joining or leaving for a rug pull. What changes goes where an agent reads the live state: the
+server instructions (`instructions`, at each session's start) and every search answer
+(`search_servers`). Each result of `search_tools` (and of `toolscout search --json`) is a
+`search_entry`.
 """
 
 from __future__ import annotations
@@ -19,24 +23,31 @@ from toolscout.wording import plural
 if TYPE_CHECKING:
     from toolscout.search import SearchHit
 
-__all__ = ["execute_description", "instructions", "search_description", "search_entry"]
+__all__ = ["execute_description", "instructions", "search_description", "search_entry", "search_servers"]
 
-# The tool description is repeated in every request a host makes: keep it short.
-_DESCRIPTION_SERVERS = 12
 _INSTRUCTION_SERVERS = 40
+# Every search answer names the servers: what each is for while they are few, names and counts beyond.
+_ANSWER_SERVERS_WITH_PURPOSE = 12
+_ANSWER_PURPOSE_CHARS = 100
 
 
-def _server_lines(statuses: Sequence[UpstreamStatus], catalog: Catalog, limit: int) -> list[str]:
+def _server_lines(
+    statuses: Sequence[UpstreamStatus], catalog: Catalog, limit: int, *, purpose_chars: int | None = None
+) -> list[str]:
+    """'name (N tools): what it is for' per server that is up, most tools first; `limit` with
+    purposes, the rest by name; `purpose_chars`: purposes shortened to that length."""
     counts = Counter(tool.server for tool in catalog.tools)
     up = [s for s in statuses if s.state is State.UP and counts[s.name]]
     up.sort(key=lambda s: (-counts[s.name], s.name))
-    lines = [
-        f"- {s.name} ({plural(counts[s.name], 'tool')}): {s.summary}"
-        for s in up[:limit]
-    ]
+    lines = []
+    for s in up[:limit]:
+        about = s.summary
+        if purpose_chars is not None and len(about) > purpose_chars:
+            about = about[: purpose_chars - 3].rstrip() + "..."
+        lines.append(f"{s.name} ({plural(counts[s.name], 'tool')}): {about}")
     if len(up) > limit:
         rest = up[limit:]
-        lines.append(f"- and {len(rest)} more: {', '.join(s.name for s in rest)}")
+        lines.append(f"and {len(rest)} more: {', '.join(f'{s.name} ({counts[s.name]})' for s in rest)}")
     return lines
 
 
@@ -45,21 +56,26 @@ def _catalog_size(catalog: Catalog) -> str:
     return f"{plural(len(catalog.tools), 'tool')} from {plural(servers, 'server')}"
 
 
-def _unavailable(statuses: Sequence[UpstreamStatus]) -> list[str]:
-    return [s.name for s in statuses if s.state is not State.UP]
+def _not_up(statuses: Sequence[UpstreamStatus], state: State) -> list[str]:
+    """Servers in `state` an agent should hear of (not entries skipped on purpose)."""
+    return [s.name for s in statuses if s.state is state and not s.skipped]
 
 
-def search_description(statuses: Sequence[UpstreamStatus], catalog: Catalog) -> str:
-    lines = _server_lines(statuses, catalog, _DESCRIPTION_SERVERS)
-    head = (
+def search_description() -> str:
+    """The same whatever is connected (see the module docstring)."""
+    return (
         "Find tools for a task among the tools of the connected MCP servers. Describe what you need "
         "in plain words (e.g. 'convert a time between time zones'); returns the best matches, each "
         "with the `name` to pass to execute_tool, its description and its full input schema. These "
-        "tools are not listed anywhere else: search before concluding that something cannot be done."
+        "tools are not listed anywhere else: search before concluding that something cannot be done. "
+        "Which servers are connected and what each is for is in the server instructions, and every "
+        "answer lists them as they are now (`servers`)."
     )
-    if not lines:
-        return head + "\n\nNo upstream server is connected right now."
-    return head + f"\n\n{_catalog_size(catalog)}:\n" + "\n".join(lines)
+
+
+def search_servers(statuses: Sequence[UpstreamStatus], catalog: Catalog) -> list[str]:
+    """The servers as a search answer lists them: 'notes (4 tools): Keep notes', ...; short."""
+    return _server_lines(statuses, catalog, _ANSWER_SERVERS_WITH_PURPOSE, purpose_chars=_ANSWER_PURPOSE_CHARS)
 
 
 def execute_description() -> str:
@@ -72,7 +88,7 @@ def execute_description() -> str:
 
 
 def instructions(statuses: Sequence[UpstreamStatus], catalog: Catalog) -> str:
-    lines = _server_lines(statuses, catalog, _INSTRUCTION_SERVERS)
+    lines = [f"- {line}" for line in _server_lines(statuses, catalog, _INSTRUCTION_SERVERS)]
     text = (
         "toolscout connects you to the tools of several MCP servers through two tools. When a task "
         "needs a capability you do not see among your tools, call search_tools with a short "
@@ -83,7 +99,10 @@ def instructions(statuses: Sequence[UpstreamStatus], catalog: Catalog) -> str:
         text += f"\n\nAvailable now ({_catalog_size(catalog)}):\n" + "\n".join(lines)
     else:
         text += "\n\nNo upstream server is connected yet; servers that come up later join the search."
-    down = _unavailable(statuses)
+    starting = _not_up(statuses, State.STARTING)
+    if starting:
+        text += f"\n\nStill starting: {', '.join(starting)}; their tools join the search when ready."
+    down = _not_up(statuses, State.DOWN)
     if down:
         text += f"\n\nNot available right now: {', '.join(down)}."
     return text

@@ -1,9 +1,10 @@
 """The MCP server an agent talks to: exactly two tools, `search_tools` and `execute_tool`, and
 the upstreams' resources, prompts, completions and logging relayed (`proxied.py`).
 
-Built on the SDK's low-level `Server` because the tool descriptions and the instructions are
-generated from the live catalog (`describe.py`) and change while the server runs. Every failure
-reaches the agent as an `isError` result with actionable text; never as a traceback.
+Built on the SDK's low-level `Server` because the instructions are generated from the live catalog
+(`describe.py`) and change while the server runs. The two tools' definitions never change, whatever
+upstreams are connected: the servers are named in the instructions and in each search answer.
+Every failure reaches the agent as an `isError` result with actionable text; never as a traceback.
 """
 
 from __future__ import annotations
@@ -27,16 +28,14 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 
 from toolscout import __version__
 from toolscout.catalog import MAX_ID_LENGTH, Catalog, ToolRecord
-from toolscout.errors import ToolCallError, UnknownToolError, UpstreamError
+from toolscout.errors import ToolCallError, UnknownToolError, UpstreamConfigurationError, UpstreamError
 from toolscout.gateway import Gateway
 from toolscout.request_ids import HEADER as REQUEST_ID_HEADER
 from toolscout.request_ids import serving_request
-from toolscout.search import SearchHit
-from toolscout.search.confidence import weak_notice
 from toolscout.serving import describe
+from toolscout.serving.answer import search_answer
 from toolscout.serving.describe import search_entry
 from toolscout.serving.metrics import CallOutcome, GatewayMetrics
-from toolscout.serving.packing import pack
 from toolscout.serving.proxied import Proxied
 from toolscout.serving.relay import ClientCaller, asking_client, input_round, relaying
 from toolscout.serving.tracing import tracer
@@ -75,8 +74,6 @@ MAX_QUERY_CHARS = 2000
 _MAX_NAME_CHARS = 4 * MAX_ID_LENGTH
 # Clients we announce catalog changes to; old HTTP sessions fall off the end.
 _MAX_TRACKED_SESSIONS = 256
-# Beyond this many servers, listing their names in the schema costs more tokens than it helps.
-_MAX_ENUM_SERVERS = 100
 
 _SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -86,18 +83,89 @@ _SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
         "omitted": {"type": "integer", "minimum": 0},
         # True when no tool matches the request well (the notice then says so and names the closest).
         "weak_match": {"type": "boolean"},
+        # The servers connected now, with their tool counts and what each is for.
+        "servers": {"type": "array", "items": {"type": "string"}},
     },
     "required": ["tools", "omitted"],
 }
 
 
+# The definitions of the two tools: built once, the same for every client and every catalog.
+_META_TOOLS: tuple[types.Tool, ...] = (
+    types.Tool(
+        name=SEARCH_TOOL,
+        title="Search tools",
+        description=describe.search_description(),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "description": "What you need to do, in plain words."},
+                "limit": {
+                    "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
+                    "description": "How many tools to return.",
+                },
+                "servers": {
+                    "type": "array", "items": {"type": "string"},
+                    "description": "Only search the tools of these servers (optional); the server "
+                                   "instructions and every search answer name them.",
+                },
+                "max_tokens": {
+                    "type": "integer", "minimum": 1,
+                    "description": "Token budget for the result; tools that do not fit are left out.",
+                },
+            },
+            "required": ["query"],
+        },
+        output_schema=_SEARCH_OUTPUT_SCHEMA,
+        annotations=types.ToolAnnotations(title="Search tools", read_only_hint=True, open_world_hint=False),
+    ),
+    types.Tool(
+        name=EXECUTE_TOOL,
+        title="Execute a tool",
+        description=describe.execute_description(),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": (
+                    "The tool's `name` (also its `id`) exactly as search_tools returned it. The "
+                    "upstream's own tool name works when only one server has it, and so do "
+                    "server.tool, server/tool and mcp__server__tool."
+                )},
+                "arguments": {
+                    "type": ["object", "string"],
+                    "description": "Arguments matching the tool's input schema, as a JSON object.",
+                },
+            },
+            "required": ["name"],
+        },
+        annotations=types.ToolAnnotations(
+            title="Execute a tool", read_only_hint=False, destructive_hint=True, open_world_hint=True
+        ),
+    ),
+)
+
+
 class _GatewayServer(Server[Any]):
-    """The SDK server, advertising listChanged for tools (the meta-tools' descriptions change),
-    resources and prompts (upstreams come and go).
+    """The SDK server, advertising listChanged for tools (what the meta-tools reach changes),
+    resources and prompts (upstreams come and go), with instructions written from the gateway's
+    state whenever a client asks for them.
 
     These options are the handshake's (up to 2025-11-25); on 2026-07-28 the SDK advertises
     listChanged because `subscriptions/listen` is served.
     """
+
+    # Set by `build_server`: the instructions as of now. The SDK reads `instructions` at each
+    # `initialize` (HTTP), `server/discover`, and when stdio serving starts (after the ready wait).
+    live_instructions: Callable[[], str] | None = None
+    _fixed_instructions: str | None = None
+
+    @property  # type: ignore[override]
+    def instructions(self) -> str | None:
+        return self.live_instructions() if self.live_instructions is not None else self._fixed_instructions
+
+    @instructions.setter
+    def instructions(self, value: str | None) -> None:
+        self._fixed_instructions = value
 
     def create_initialization_options(
         self,
@@ -141,61 +209,8 @@ class MetaTools:
     # --- tools/list ------------------------------------------------------------------------
 
     def tools(self) -> list[types.Tool]:
-        statuses, catalog = self.gateway.statuses(), self.gateway.catalog
-        servers: dict[str, Any] = {"type": "array", "items": {"type": "string"}, "description": (
-            "Only search the tools of these servers (optional)."
-        )}
-        names = sorted({tool.server for tool in catalog.tools})
-        if 0 < len(names) <= _MAX_ENUM_SERVERS:
-            servers["items"]["enum"] = names
-        return [
-            types.Tool(
-                name=SEARCH_TOOL,
-                title="Search tools",
-                description=describe.search_description(statuses, catalog),
-                input_schema={
-                    "type": "object",
-                    "properties": {
-                        "query": {"type": "string", "minLength": 1, "description": "What you need to do, in plain words."},
-                        "limit": {
-                            "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
-                            "description": "How many tools to return.",
-                        },
-                        "servers": servers,
-                        "max_tokens": {
-                            "type": "integer", "minimum": 1,
-                            "description": "Token budget for the result; tools that do not fit are left out.",
-                        },
-                    },
-                    "required": ["query"],
-                },
-                output_schema=_SEARCH_OUTPUT_SCHEMA,
-                annotations=types.ToolAnnotations(title="Search tools", read_only_hint=True, open_world_hint=False),
-            ),
-            types.Tool(
-                name=EXECUTE_TOOL,
-                title="Execute a tool",
-                description=describe.execute_description(),
-                input_schema={
-                    "type": "object",
-                    "properties": {
-                        "name": {"type": "string", "description": (
-                            "The tool's `name` (also its `id`) exactly as search_tools returned it. The "
-                            "upstream's own tool name works when only one server has it, and so do "
-                            "server.tool, server/tool and mcp__server__tool."
-                        )},
-                        "arguments": {
-                            "type": ["object", "string"],
-                            "description": "Arguments matching the tool's input schema, as a JSON object.",
-                        },
-                    },
-                    "required": ["name"],
-                },
-                annotations=types.ToolAnnotations(
-                    title="Execute a tool", read_only_hint=False, destructive_hint=True, open_world_hint=True
-                ),
-            ),
-        ]
+        """The two meta-tools: the same definitions whatever upstreams are connected."""
+        return list(_META_TOOLS)
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -250,7 +265,7 @@ class MetaTools:
         except ToolCallError as exc:
             return _error(str(exc))
         except UpstreamError as exc:
-            return _error(f"{exc}. Try again later, or use search_tools to find another tool for the task.")
+            return _error(_upstream_failure(exc))
         except Exception as exc:  # noqa: BLE001 - the agent gets a message, the log gets the traceback
             logger.exception("%s failed", name)
             return _error(f"toolscout failed to handle {name}: {type(exc).__name__}: {exc}")
@@ -264,22 +279,9 @@ class MetaTools:
                 "toolscout.query.chars": len(query), "toolscout.limit": limit,
                 "toolscout.hits": len(response.hits), "toolscout.signals": list(response.signals),
             })
-        entries = [search_entry(hit) for hit in response.hits]
-        omitted = 0
-        if max_tokens is not None:
-            entries, omitted = pack(entries, max_tokens, lambda entry: json.dumps(entry, ensure_ascii=False))
-        notices = [response.notice] if response.notice else []
-        weak = response.match is not None and response.match.weak and bool(entries)
-        if weak:
-            notices.insert(0, weak_notice([entry["id"] for entry in entries[:3]]))
-        if omitted:
-            notices.append(f"{omitted} matching tool(s) left out to fit max_tokens={max_tokens}.")
-        if not entries and not omitted:
-            notices.append("No tool matched. Try other words, or a broader description of the task.")
-        down = self._down(servers)
-        if down:
-            notices.append(f"Not available right now (their tools cannot be found): {', '.join(down)}.")
-        result = {"tools": entries, "notice": " ".join(notices) or None, "omitted": omitted, "weak_match": weak}
+        result = search_answer(
+            response, self.gateway.statuses(), self.gateway.catalog, servers=servers, max_tokens=max_tokens
+        )
         return types.CallToolResult(
             content=[types.TextContent(text=json.dumps(result, ensure_ascii=False))],
             structured_content=result,
@@ -318,12 +320,6 @@ class MetaTools:
         if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
             raise ToolCallError(f"'max_tokens' must be a positive integer; got {_shown(max_tokens)}.")
         return query.strip(), limit, servers, max_tokens
-
-    def _down(self, servers: list[str] | None) -> list[str]:
-        return [
-            s.name for s in self.gateway.statuses()
-            if s.state is not State.UP and (servers is None or s.name in servers)
-        ]
 
     async def execute(
         self,
@@ -391,7 +387,10 @@ class MetaTools:
         for server in dict.fromkeys(s for s in servers if s):
             upstream = self.gateway.status_of(server)
             if upstream is not None and upstream.state is not State.UP:
-                raise UpstreamError(upstream.name, f"is not available ({upstream.reason or upstream.state.value})")
+                why = f"is not available ({upstream.reason or upstream.state.value})"
+                if upstream.configuration_error:
+                    raise UpstreamConfigurationError(upstream.name, why)
+                raise UpstreamError(upstream.name, why)
 
     # --- telling clients about changes --------------------------------------------------------
 
@@ -410,14 +409,23 @@ class MetaTools:
             self._sessions.append(ctx.session)
         return result
 
-    async def catalog_changed(self, server: Server[Any], catalog: Catalog) -> None:
-        server.instructions = describe.instructions(self.gateway.statuses(), catalog)
+    async def catalog_changed(self) -> None:
         for session in list(self._sessions):
             try:
                 await session.send_tool_list_changed()
             except Exception:  # noqa: BLE001 - a client that went away is simply forgotten
                 self._sessions.remove(session)
         await self.bus.publish(ToolsListChanged())
+
+
+def _upstream_failure(exc: UpstreamError) -> str:
+    """What the agent reads when an upstream failed its call; "try again later" only when it may help."""
+    if isinstance(exc, UpstreamConfigurationError):
+        return (f"{exc}. A person must change toolscout's configuration of this server first; "
+                "use search_tools to find another tool for the task.")
+    if exc.transient:
+        return f"{exc}. Try again later, or use search_tools to find another tool for the task."
+    return f"{exc}."
 
 
 def _naming_server(tool: ToolRecord, result: types.CallToolResult) -> types.CallToolResult:
@@ -460,11 +468,11 @@ def build_server(
         version=__version__,
         title="toolscout",
         description="Search and run the tools of many MCP servers through two tools.",
-        instructions=describe.instructions(gateway.statuses(), gateway.catalog),
         on_list_tools=meta.list_tools,
         on_call_tool=meta.call_tool,
         on_subscriptions_listen=proxied.listen,
     )
+    server.live_instructions = lambda: describe.instructions(gateway.statuses(), gateway.catalog)
     server.middleware.append(meta.track_sessions)
     # The request state of a call that needs the client's input (2026-07-28) is sealed on the wire:
     # a client cannot forge one that steers a retry to another tool.
@@ -472,7 +480,7 @@ def build_server(
     proxied.install(server)
 
     async def refresh(catalog: Catalog) -> None:
-        await meta.catalog_changed(server, catalog)
+        await meta.catalog_changed()
 
     gateway.add_listener(refresh)
     return server

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import anyio
+import httpx2
 import mcp_types as types
 from mcp import Client, MCPError
 from mcp.shared.exceptions import MCPDeprecationWarning
@@ -27,12 +28,15 @@ from mcp.client.subscriptions import ListenNotSupportedError, ResourceUpdated, S
 from pydantic import ValidationError
 
 from toolscout import __version__
-from toolscout.errors import UpstreamError
-from toolscout.registry.loading import ServerSpec, redact
+from toolscout.errors import UpstreamConfigurationError, UpstreamError
+from toolscout.registry.loading import ServerSpec, redact, resolve_command
 from toolscout.upstream.defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT
+from toolscout.upstream.error_text import upstream_error_text
+from toolscout.upstream.failures import CONFIGURATION_NOTE, StartFailure, classify_start_failure
 from toolscout.upstream.limits import Limits, bound_read, bound_result
 from toolscout.upstream.offerings import UpstreamOffer
-from toolscout.upstream.status import State, UpstreamStatus, describe_failure, summarize
+from toolscout.upstream.self_reference import local_gateway, refused_as_nested, self_reference
+from toolscout.upstream.status import SKIPPED, State, UpstreamStatus, describe_failure, summarize
 from toolscout.upstream.stderr import StderrTail
 from toolscout.upstream.streams import EndWatchingStream
 from toolscout.upstream.transports import open_transport
@@ -102,6 +106,9 @@ DEFAULT_PING_TIMEOUT = 5.0
 _RELISTEN_BASE_DELAY = 1.0
 _RELISTEN_MAX_DELAY = 60.0
 
+# The last lines of a stdio upstream's stderr kept in its reason (which an agent may read).
+_MAX_STDERR_IN_REASON = 2000
+
 
 async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
     await event.wait()
@@ -143,6 +150,12 @@ class Upstream:
         self._on_change = on_change
         self.state = State.STARTING
         self.reason: str | None = None
+        # True once a start failed for a configuration error: starting again cannot help
+        # (`toolscout.upstream.failures`); the supervisor does not retry it.
+        self.configuration_error = False
+        # The last HTTP error status this upstream answered while starting (the SDK reports it
+        # as a generic error; the status says whether the URL or the credentials are wrong).
+        self._http_error_status: int | None = None
         self.tools: tuple[types.Tool, ...] = ()
         self.offer = UpstreamOffer()
         # The level of log messages clients asked for (None: none asked; nothing is relayed).
@@ -186,6 +199,7 @@ class Upstream:
             restarts=self.restarts,
             gave_up=self.gave_up,
             last_restart_reason=self.last_restart_reason,
+            configuration_error=self.configuration_error,
         )
 
     def stop(self) -> None:
@@ -200,28 +214,66 @@ class Upstream:
         supervisor's backoff depends on it).
         """
         if self.spec.error:
+            self.configuration_error = True
             self._mark_down(self.spec.error)
             return None
+        skipped = self._self_reference()
+        if skipped is not None:
+            self._mark_configuration_error(StartFailure(skipped, configuration=True))
+            return None
         self.state, self.reason, self._was_up, self._fault = State.STARTING, None, False, None
-        self.reconnect_now = False
+        self.reconnect_now, self._http_error_status = False, None
         tail = StderrTail(self.name, redact=self._redact) if self.spec.transport == "stdio" else None
+        failure: StartFailure | None = None
         async with anyio.create_task_group() as tg:
             if tail is not None:
                 tg.start_soon(tail.pump)
             try:
                 reason = await self._connect_and_serve(tail)
             except Exception as exc:  # noqa: BLE001 - any failure of one upstream is contained here
-                reason = describe_failure(exc) if self._was_up else f"failed to start: {describe_failure(exc)}"
+                if self._was_up:
+                    reason = describe_failure(exc)
+                else:
+                    failure = classify_start_failure(exc, self.spec, http_status=self._http_error_status)
+                    reason = f"failed to start: {upstream_error_text(failure.reason)}"
             if tail is not None:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_STDERR_GRACE):
                     await tail.closed.wait()
-                if reason and tail.tail():
-                    reason = f"{reason}; stderr: {tail.tail()}"
+                stderr = tail.tail()
+                nested = None if self._was_up else refused_as_nested(self.spec, stderr)
+                if nested is not None:
+                    failure = StartFailure(nested, configuration=True)
+                elif reason and stderr:
+                    reason = f"{reason}; stderr: {stderr[-_MAX_STDERR_IN_REASON:]}"
             tg.cancel_scope.cancel()
         if tail is not None:
             tail.close()
+        if failure is not None and failure.configuration:
+            self._mark_configuration_error(failure)
+            return None
         self._mark_down(reason)
         return anyio.current_time() - self._up_at if self._was_up else None
+
+    def _self_reference(self) -> str | None:
+        """Why this stdio entry is skipped because it starts toolscout itself, or None."""
+        if self.spec.transport != "stdio":
+            return None
+        try:
+            program = resolve_command(self.spec)
+        except Exception:  # noqa: BLE001 - a missing command is reported by the start attempt
+            return None
+        return self_reference(self.spec, program)
+
+    def _mark_configuration_error(self, failure: StartFailure) -> None:
+        """Down for good: no start attempt can succeed until the entry changes."""
+        self.configuration_error = True
+        skipped = failure.reason.startswith(SKIPPED)  # never started: nothing "failed to start"
+        reason = failure.reason if skipped else f"failed to start: {failure.reason}"
+        self._mark_down(f"{reason} ({CONFIGURATION_NOTE})")
+
+    async def _record_http_status(self, response: httpx2.Response) -> None:
+        if response.status_code >= 400 and self.state is State.STARTING:
+            self._http_error_status = response.status_code
 
     def give_up(self, attempts: int) -> None:
         """Called by the supervisor: no more restarts; the status says so."""
@@ -253,6 +305,9 @@ class Upstream:
                     await stack.enter_async_context(client)
                     self._instructions = client.instructions
                     self._info = client.server_info
+                    skipped = local_gateway(self.spec, self._info.name if self._info else None)
+                    if skipped is not None:
+                        raise UpstreamConfigurationError(self.name, skipped)
                     self.tools = await self._list_tools(client)
                     self.offer = await self._first_offer(client)
                     connected.set()
@@ -295,7 +350,8 @@ class Upstream:
     @asynccontextmanager
     async def _transport(self, tail: StderrTail | None, ended: anyio.Event) -> AsyncIterator[Any]:
         async with open_transport(
-            self.spec, tail=tail, max_line_bytes=self.limits.max_line_bytes, on_fault=self._on_fault
+            self.spec, tail=tail, max_line_bytes=self.limits.max_line_bytes, on_fault=self._on_fault,
+            on_http_response=self._record_http_status,
         ) as (read, write):
             yield EndWatchingStream(read, ended), write
 
@@ -589,6 +645,8 @@ class Upstream:
         call slots; every failure becomes an UpstreamError naming this upstream. `send(client,
         on_progress)` makes the request; each progress report restarts the timeout."""
         if self._client is None or self.state is not State.UP:
+            if self.configuration_error:
+                raise UpstreamConfigurationError(self.name, f"is not available ({self.reason})")
             raise UpstreamError(self.name, f"is not available ({self.reason or 'not connected right now'})")
         caller = CURRENT_CALLER.get()
         if caller is not None:
@@ -630,7 +688,9 @@ class Upstream:
                         raise self._call_error(what, exc) from exc
                     except (RuntimeError, ValidationError) as exc:
                         raise UpstreamError(
-                            self.name, f"returned an invalid result for {what}: {self._redact(str(exc))}"
+                            self.name,
+                            f"returned an invalid result for {what}: {upstream_error_text(self._redact(str(exc)))}",
+                            transient=False,
                         ) from exc
         if not sent:
             cap = self.limits.max_concurrent_calls
@@ -716,18 +776,22 @@ class Upstream:
         if exc.code == types.CONNECTION_CLOSED:
             why = self._fault or "it may have crashed"
             return UpstreamError(self.name, f"closed the connection during {what} ({self._redact(why)})")
-        return UpstreamError(self.name, f"rejected {what}: {self._redact(exc.message)}")
+        # The upstream answered: the same request would be refused again.
+        return UpstreamError(
+            self.name, f"rejected {what}: {upstream_error_text(self._redact(exc.message))}", transient=False
+        )
 
     def _bounded(self, tool: str, result: types.CallToolResult) -> types.CallToolResult:
         """Cut an oversized result to the limit; hide registry secrets an upstream echoes in an error."""
-        result = bound_result(result, self.limits.max_result_bytes, server=self.name, tool=tool)
-        if result.is_error and self.spec.secrets:
+        if result.is_error:
+            # An error is read by the agent as a message: secrets hidden, paths shortened, capped.
             content = [
-                types.TextContent(text=self._redact(block.text)) if isinstance(block, types.TextContent) else block
+                types.TextContent(text=upstream_error_text(self._redact(block.text)))
+                if isinstance(block, types.TextContent) else block
                 for block in result.content
             ]
             result = result.model_copy(update={"content": content})
-        return result
+        return bound_result(result, self.limits.max_result_bytes, server=self.name, tool=tool)
 
     def _mark_down(self, reason: str | None) -> None:
         was_up = self.state is State.UP

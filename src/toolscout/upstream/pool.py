@@ -9,7 +9,8 @@ A slow or dead upstream never blocks the others: each start is bounded by its ow
 in its own task. An upstream that had been up for a while and then ends is restarted at once, one
 that dies soon after starting after a second; one that fails to start is retried with capped
 exponential backoff and given up on after `max_restarts` consecutive failed attempts (visible in
-its status).
+its status). One that fails for a configuration error (`toolscout.upstream.failures`: a missing
+command, rejected credentials, a wrong URL, an entry that starts toolscout itself) is not retried.
 """
 
 from __future__ import annotations
@@ -143,8 +144,8 @@ class UpstreamPool:
         try:
             while not self._stopping:
                 uptime = await upstream.run()
-                if self._stopping or upstream.spec.error:
-                    return
+                if self._stopping or upstream.configuration_error:
+                    return  # configuration errors are not retried: only a changed entry can help
                 delay = policy.after(uptime)
                 if delay is None:
                     if self.max_restarts:
@@ -188,5 +189,5 @@ class UpstreamPool:
         """Call `tool` on the upstream that owns it (never on another one with a same-named tool)."""
         upstream = self.upstreams.get(tool.server)
         if upstream is None:
-            raise UpstreamError(tool.server, "is not configured")
+            raise UpstreamError(tool.server, "is not configured", transient=False)
         return await upstream.call(tool.name, arguments, progress, round_)

@@ -13,7 +13,10 @@ from toolscout.errors import ToolscoutError
 if TYPE_CHECKING:
     import mcp_types as types
 
-__all__ = ["State", "UpstreamStatus", "describe_failure", "summarize"]
+__all__ = ["SKIPPED", "State", "UpstreamStatus", "describe_failure", "summarize"]
+
+# How the reason of an entry skipped on purpose begins (one that would start toolscout itself).
+SKIPPED = "skipped: "
 
 
 class State(enum.StrEnum):
@@ -37,6 +40,14 @@ class UpstreamStatus:
     gave_up: bool = False
     # Why the session before the latest restart ended (e.g. it crashed, or stopped answering).
     last_restart_reason: str | None = None
+    # True: it failed for a configuration error (`toolscout.upstream.failures`) and is not retried.
+    configuration_error: bool = False
+
+    @property
+    def skipped(self) -> bool:
+        """Never started on purpose (an entry that would start toolscout itself): not a server to
+        tell an agent about."""
+        return self.configuration_error and (self.reason or "").startswith(SKIPPED)
 
 
 def summarize(instructions: str | None, info: types.Implementation | None, tools: Sequence[types.Tool]) -> str:

@@ -4,7 +4,8 @@ over whichever this gives."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -13,6 +14,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from toolscout.registry.loading import ServerSpec, resolve_command, upstream_environment
+from toolscout.upstream.self_reference import GATEWAY_MARKER
 from toolscout.upstream.stderr import StderrTail
 from toolscout.upstream.stdio import stdio_transport
 
@@ -25,27 +27,40 @@ _HTTP_TIMEOUT = 30.0
 _HTTP_READ_TIMEOUT = 300.0
 
 
-def http_client(headers: Mapping[str, str]) -> httpx2.AsyncClient:
-    """The client an HTTP upstream is reached through (to be entered as a context manager)."""
+ResponseHook = Callable[[httpx2.Response], Awaitable[None]]
+
+
+def http_client(headers: Mapping[str, str], on_response: ResponseHook | None = None) -> httpx2.AsyncClient:
+    """The client an HTTP upstream is reached through (to be entered as a context manager);
+    `on_response` sees every response (the SDK reports an HTTP error status as a generic error)."""
     return httpx2.AsyncClient(
-        headers=dict(headers), timeout=httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT)
+        headers=dict(headers),
+        timeout=httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT),
+        event_hooks={"response": [on_response]} if on_response is not None else None,
     )
 
 
 @asynccontextmanager
 async def open_transport(
-    spec: ServerSpec, *, tail: StderrTail | None, max_line_bytes: int, on_fault: Callable[[str], None]
+    spec: ServerSpec,
+    *,
+    tail: StderrTail | None,
+    max_line_bytes: int,
+    on_fault: Callable[[str], None],
+    on_http_response: ResponseHook | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """(read stream, write stream) to the upstream `spec` names. A stdio upstream writes its stderr
     to `tail`, its stdout lines are capped at `max_line_bytes`, and `on_fault(reason)` hears why
-    the transport ended a session when it knows better than "closed"."""
+    the transport ended a session when it knows better than "closed". A streamable HTTP
+    upstream's responses pass `on_http_response`."""
     async with AsyncExitStack() as stack:
         if spec.transport == "stdio":
             assert tail is not None
             transport = stdio_transport(
                 resolve_command(spec),
                 spec.args,
-                env=upstream_environment(spec),
+                # The marker tells a toolscout started by any route that a gateway started it.
+                env={**upstream_environment(spec), GATEWAY_MARKER: str(os.getpid())},
                 cwd=spec.cwd,
                 stderr=tail.writer(),
                 max_line_bytes=max_line_bytes,
@@ -57,7 +72,7 @@ async def open_transport(
                 # The child holds its own copy now (or was never spawned); ours would hide EOF.
                 tail.release_writer()
         elif spec.transport == "http":
-            http = await stack.enter_async_context(http_client(spec.headers))
+            http = await stack.enter_async_context(http_client(spec.headers, on_http_response))
             read, write = await stack.enter_async_context(streamable_http_client(spec.url or "", http_client=http))
         else:
             read, write = await stack.enter_async_context(sse_client(spec.url or "", headers=dict(spec.headers)))

@@ -1,0 +1,67 @@
+"""The answer to one search, as `search_tools` returns it and `toolscout search --json` prints it.
+
+    answer = search_answer(response, statuses, catalog, servers=None, max_tokens=None)
+    answer["tools"]        # search entries, best first (`describe.search_entry`)
+    answer["notice"]       # what the agent should know: a weak match, servers down, tools left out
+    answer["weak_match"]   # True: no tool matches well; the notice names the closest
+    answer["omitted"]      # tools left out to fit max_tokens
+    answer["servers"]      # the servers connected now, with tool counts and purposes
+
+It needs no MCP SDK: the command line builds the same answer from a cached catalog.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any
+
+from toolscout.search.confidence import weak_notice
+from toolscout.serving.describe import search_entry, search_servers
+from toolscout.upstream.status import State
+
+if TYPE_CHECKING:
+    from toolscout.catalog import Catalog
+    from toolscout.search import SearchResponse
+    from toolscout.upstream.status import UpstreamStatus
+
+__all__ = ["search_answer"]
+
+
+def search_answer(
+    response: SearchResponse,
+    statuses: Sequence[UpstreamStatus],
+    catalog: Catalog,
+    *,
+    servers: Collection[str] | None = None,
+    max_tokens: int | None = None,
+) -> dict[str, Any]:
+    """The search_tools result for `response`; `servers`: the servers the search was limited to."""
+    entries = [search_entry(hit) for hit in response.hits]
+    omitted = 0
+    if max_tokens is not None:
+        from toolscout.serving.packing import pack  # tiktoken: only when a budget is asked for
+
+        entries, omitted = pack(entries, max_tokens, lambda entry: json.dumps(entry, ensure_ascii=False))
+    notices = [response.notice] if response.notice else []
+    weak = response.match is not None and response.match.weak and bool(entries)
+    if weak:
+        notices.insert(0, weak_notice([entry["id"] for entry in entries[:3]]))
+    if omitted:
+        notices.append(f"{omitted} matching tool(s) left out to fit max_tokens={max_tokens}.")
+    if not entries and not omitted:
+        notices.append("No tool matched. Try other words, or a broader description of the task.")
+    asked = [s for s in statuses if not s.skipped and (servers is None or s.name in servers)]
+    starting = [s.name for s in asked if s.state is State.STARTING]
+    down = [s.name for s in asked if s.state is State.DOWN]
+    if starting:
+        notices.append(f"Still starting (their tools join the search when ready): {', '.join(starting)}.")
+    if down:
+        notices.append(f"Not available right now (their tools cannot be found): {', '.join(down)}.")
+    return {
+        "tools": entries,
+        "notice": " ".join(notices) or None,
+        "omitted": omitted,
+        "weak_match": weak,
+        "servers": search_servers(statuses, catalog),
+    }

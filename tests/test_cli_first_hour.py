@@ -1,0 +1,83 @@
+"""The command line as a new user meets it, run as a real process: the bundled registry has a name
+to add files to, a URL says it is not supported yet, -q/-v work anywhere, search and tools log
+warnings only, search --json is the search_tools answer, and the tools table tells served tools
+from withheld ones."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from support.registries import failing_server, python_server, write_registry
+from support.wiring import NOTE, POISON, SEND, scripted
+
+from toolscout.registry.loading import default_registry_path, load_registries
+
+
+def toolscout(*args: str) -> subprocess.CompletedProcess[str]:
+    # PYTHONPATH and the test's private state folders travel in the environment (see conftest.py).
+    return subprocess.run(
+        [sys.executable, "-m", "toolscout.cli", *args],
+        capture_output=True, text=True, timeout=240, env=os.environ.copy(), check=False,
+    )
+
+
+def test_default_names_the_bundled_registry_so_a_file_adds_to_it(tmp_path: Path) -> None:
+    registry = write_registry(tmp_path / "mine.json", {"notes": python_server("notes_server.py")})
+    done = toolscout("tools", "--running", "--json", "--registry", "default", "--registry", str(registry))
+    assert done.returncode == 0, done.stderr
+    bundled = {spec.name for spec in load_registries([default_registry_path()])}
+    assert {row["name"] for row in json.loads(done.stdout)} == bundled | {"notes"}
+
+
+def test_a_registry_url_is_a_clear_error_until_urls_are_supported() -> None:
+    done = toolscout("search", "anything", "--registry", "http://127.0.0.1:9/servers.json")
+    assert done.returncode == 2
+    assert "'http://127.0.0.1:9/servers.json' is a URL" in done.stderr
+    assert "No such file" not in done.stderr and "http:/127" not in done.stderr
+
+
+def test_search_and_tools_log_warnings_only_unless_asked_and_q_v_work_anywhere(tmp_path: Path) -> None:
+    registry = str(write_registry(tmp_path / "servers.json", {
+        "notes": python_server("notes_server.py"), "broken": failing_server("cannot open the database"),
+    }))
+    plain = toolscout("search", "delete a note", "--registry", registry, "--model", "none", "--refresh")
+    assert plain.returncode == 0, plain.stderr
+    assert " INFO " not in plain.stderr and " WARNING " in plain.stderr  # broken is still reported
+    assert plain.stdout.startswith(" 1. notes__delete_note")
+    verbose = toolscout("search", "delete a note", "--registry", registry, "--model", "none", "--refresh", "-v")
+    assert " INFO " in verbose.stderr
+    quiet = toolscout("tools", "--registry", registry, "--refresh", "-q")
+    assert quiet.returncode == 0 and " WARNING " not in quiet.stderr and " INFO " not in quiet.stderr
+    before = toolscout("-v", "tools", "--registry", registry, "--refresh")
+    assert " INFO " in before.stderr
+
+
+def test_search_json_is_the_search_tools_answer_with_weak_match_and_notice(tmp_path: Path) -> None:
+    registry = str(write_registry(tmp_path / "servers.json", {
+        "paged": python_server("paged_server.py"),
+        "weather": python_server("weather_server.py"),
+        "notes": python_server("notes_server.py"),
+    }))
+    done = toolscout("search", "order a pizza delivery", "--json", "--registry", registry, "--refresh", "-k", "2")
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert set(answer) == {"tools", "notice", "omitted", "weak_match", "servers"}
+    assert answer["weak_match"] is True
+    assert answer["notice"].startswith("Nothing here serves this request well")
+    assert sorted(line.split(" (")[0] for line in answer["servers"]) == ["notes", "paged", "weather"]
+
+
+def test_the_tools_table_counts_withheld_tools_apart_from_served_ones(tmp_path: Path) -> None:
+    entry, _ = scripted(tmp_path, "office", [dict(SEND, description=POISON), NOTE])
+    registry = str(write_registry(tmp_path / "servers.json", {"office": entry}))
+    done = toolscout("tools", "--registry", registry, "--refresh")
+    assert done.returncode == 0, done.stderr
+    header, row = done.stdout.splitlines()[:2]
+    assert header.split()[:4] == ["SERVER", "STATE", "SERVED", "WITHHELD"]
+    assert row.split()[:4] == ["office", "up", "1", "1"]
+    rows = json.loads(toolscout("tools", "--registry", registry, "--json").stdout)
+    assert rows[0]["tool_count"] == 2 and rows[0]["withheld_count"] == 1
