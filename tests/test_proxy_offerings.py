@@ -194,7 +194,8 @@ async def test_subscribed_resource_updates_and_list_changes_reach_the_client(tmp
 
 
 async def test_a_prompt_with_hidden_instructions_is_withheld_and_a_changed_one_quarantined(tmp_path: Path) -> None:
-    pins = PinOptions(tmp_path / "pins.json")
+    state = str(tmp_path / "state.sqlite3")
+    pins = PinOptions(state)
     with anyio.fail_after(90):
         async with library(tmp_path, "--poisoned", pins=pins, allow_flagged=False) as (app, client, _):
             first = [p.name for p in (await client.list_prompts()).prompts]
@@ -204,7 +205,7 @@ async def test_a_prompt_with_hidden_instructions_is_withheld_and_a_changed_one_q
             second = [p.name for p in (await client.list_prompts()).prompts]
             with pytest.raises(MCPError) as changed:
                 await client.get_prompt("library__discuss", {"title": "dune"})
-        approved = main(["approve", "--pins", str(pins.path), "--server", "library", "prompt:discuss", "--yes"])
+        approved = main(["approve", "--state", state, "--server", "library", "prompt:discuss", "--yes"])
         async with library(tmp_path, "--reworded", pins=pins, allow_flagged=False) as (app, client, _):
             after = (await client.get_prompt("library__discuss", {"title": "dune"})).messages
     assert first == ["library__discuss"]
