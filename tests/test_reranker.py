@@ -103,21 +103,25 @@ def test_the_exported_int8_reranker_scores_like_the_torch_model(cross_encoder: P
     np.testing.assert_allclose(scorer.scores("will it rain in Oslo tomorrow", texts), onnx[5:7], atol=1e-6)
 
 
-def _check_reference(folder: Path) -> None:
+def _check_reference(folder: Path, *, int8_error: float) -> None:
     reference = json.loads((folder / "reference_scores.json").read_text())
     scorer = load_cross_encoder(resolve_model(str(folder), what="reranker"), work_dir=folder)
     for (query, text), expected in zip(reference["pairs"], reference["onnx_int8"]):
         assert scorer.scores(query, [text])[0] == pytest.approx(expected, abs=1e-5)
-    assert np.allclose(reference["onnx_int8"], reference["float32"], atol=0.03)
+    # int8 weights and activations move the scores of the float32 model they were quantised from.
+    assert np.allclose(reference["onnx_int8"], reference["float32"], atol=int8_error)
+    assert np.corrcoef(reference["onnx_int8"], reference["float32"])[0, 1] > 0.95
 
 
 def test_packaging_records_reference_scores_the_files_reproduce_without_torch(packaged: Path) -> None:
-    _check_reference(packaged)
+    _check_reference(packaged, int8_error=0.03)
 
 
 @pytest.mark.skipif(not (BUNDLED_RERANKER_DIR / "model.onnx").is_file(), reason="this build ships no reranker model")
 def test_the_shipped_reranker_reproduces_its_reference_scores() -> None:
-    _check_reference(BUNDLED_RERANKER_DIR)
+    # A trained model's scores sit on the sigmoid's slope, where int8 moves them most (up to 0.1
+    # on these pairs, 0.25 on the worst of 180 everyday pairs; its model card has the figures).
+    _check_reference(BUNDLED_RERANKER_DIR, int8_error=0.15)
     assert (BUNDLED_RERANKER_DIR / "model.onnx").stat().st_size <= 25_000_000
 
 
