@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 from bundled_top1 import load_tools as load_bundled_tools
-from docs_blocks import machine, publish, revision
+from docs_blocks import machine, revision, update_block
 
 from toolscout.catalog import ToolRecord
 from toolscout.eval import Dataset, Query, build_engine, engine_ranker, evaluate, load_dataset, load_queries, sample_queries
@@ -55,7 +55,7 @@ CACHE: Path | None = None
 K = 10
 # Tools fetched per query: the deepest N plus room for exact name matches pinned ahead of them.
 FETCH = 40
-CHECKED = 10  # queries per set searched again by engines with the reranker on, to check the replay
+CHECKED = 5  # queries per set searched again by engines with the reranker on, to check the replay
 WARM_UP = 5
 
 
@@ -98,11 +98,14 @@ class Scores:
 def datasets(args: argparse.Namespace) -> list[Dataset]:
     found = []
     for name in ("everyday", "etom_mcp", "toolbench_stb", "toollens_train"):
+        if args.sets and name not in args.sets:
+            continue
         dataset = load_dataset(BENCH / name)
         if name == "toollens_train":
             dataset = replace(dataset, queries=sample_queries(dataset.queries, args.toollens))
         found.append(dataset)
-    found.append(Dataset(name="bundled", tools=load_bundled_tools(BUNDLED / "tools.jsonl"),
+    if not args.sets or "bundled" in args.sets:
+        found.append(Dataset(name="bundled", tools=load_bundled_tools(BUNDLED / "tools.jsonl"),
                          queries=load_queries(BUNDLED / "queries.jsonl")))
     if args.limit:
         found = [replace(d, queries=sample_queries(d.queries, args.limit)) for d in found]
@@ -152,6 +155,12 @@ def check_replay(dataset: Dataset, rankings, settings: list[Setting], base: Sear
     return f"the replay matched engines with the reranker on for {same} of {total} checked searches"
 
 
+def emit(lines: list[str], new: list[str]) -> None:
+    """Print `new` at once (a long run keeps what it measured if stopped) and keep it for the docs."""
+    print("\n".join(new), flush=True)
+    lines += new
+
+
 def quality(args: argparse.Namespace, spec: str, scorer) -> list[str]:
     # Each signal's candidates as a search of limit FETCH takes them (4 x limit), for the replay and
     # the engines that check it alike: fusion scores depend on how deep the signals are read.
@@ -166,7 +175,7 @@ def quality(args: argparse.Namespace, spec: str, scorer) -> list[str]:
         rankings = replay(engine, scorer, dataset.queries, settings, base)
         log(f"{dataset.name}: replayed in {time.perf_counter() - started:.0f} s; checking against the engine")
         checked = check_replay(dataset, rankings, settings, base, spec)
-        lines += [
+        table = [
             "",
             f"**{dataset.name}** ({len(dataset.tools):,} tools, {len(dataset.queries):,} queries; {checked})",
             "",
@@ -181,16 +190,17 @@ def quality(args: argparse.Namespace, spec: str, scorer) -> list[str]:
             for name in ("top1", "mrr", "recall5", "full10"):
                 value, delta = getattr(scores, name), getattr(scores, name) - getattr(without, name)
                 cells.append(f"{value:.3f}" if setting is None else f"{value:.3f} ({delta:+.3f})")
-            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+            table.append(f"| {label} | " + " | ".join(cells) + " |")
         levels = sorted({q.level for q in dataset.queries if q.level is not None})
         if levels:
-            lines += ["", f"{dataset.name}, Full Recall@10 by level:", "",
+            table += ["", f"{dataset.name}, Full Recall@10 by level:", "",
                       "| reranker | " + " | ".join(f"L{level}" for level in levels) + " |",
                       "|---|" + "---:|" * len(levels)]
             for setting, ranking in rankings.items():
                 label = "off (fused ranking)" if setting is None else setting.label
                 cells = [f"{Scores.of([r for r in ranking if r[0].level == level]).full10:.3f}" for level in levels]
-                lines.append(f"| {label} | " + " | ".join(cells) + " |")
+                table.append(f"| {label} | " + " | ".join(cells) + " |")
+        emit(lines, table)
     return lines
 
 
@@ -213,14 +223,15 @@ def catalogs() -> list[tuple[str, tuple[ToolRecord, ...], list[str]]]:
 
 def latency(args: argparse.Namespace, spec: str) -> list[str]:
     encoder = load_encoder(resolve_model("bundled"), backend="onnx", work_dir=SearchSettings().resolved_cache_dir)
-    lines = [
+    lines: list[str] = []
+    emit(lines, [
         "",
         f"Search latency, warm, `search(query, limit=10)` over {args.latency_queries} requests; "
         "ratio = p50 / the p50 of one query encode in the same run.",
         "",
         "| tools | reranker | search p50 (ms) | search p95 (ms) | encode p50 (ms) | p50 / encode |",
         "|---|---|---:|---:|---:|---:|",
-    ]
+    ])
     for size, tools, requests in catalogs():
         requests = list(sample_queries(requests, args.latency_queries))  # type: ignore[arg-type]
         dataset = Dataset(name=size, tools=tools, queries=tuple(Query(id=str(i), text=t, relevant=("-",)) for i, t in enumerate(requests)))
@@ -241,8 +252,8 @@ def latency(args: argparse.Namespace, spec: str) -> list[str]:
                 encodes.append((time.perf_counter() - started) * 1000)
             encode = float(np.percentile(encodes, 50))
             label = "off" if depth is None else f"top {depth}"
-            lines.append(f"| {size} | {label} | {summary.latency_ms_p50:.1f} | {summary.latency_ms_p95:.1f} | "
-                         f"{encode:.1f} | {summary.latency_ms_p50 / encode:.1f} |")
+            emit(lines, [f"| {size} | {label} | {summary.latency_ms_p50:.1f} | {summary.latency_ms_p95:.1f} | "
+                         f"{encode:.1f} | {summary.latency_ms_p50 / encode:.1f} |"])
     return lines
 
 
@@ -254,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--blend-weights", type=lambda s: [float(v) for v in s.split(",")], default=[1.0])
     parser.add_argument("--toollens", type=int, default=1000, help="toollens_train queries sampled (default 1,000)")
     parser.add_argument("--limit", type=int, help="at most this many queries per set (quick looks)")
+    parser.add_argument("--sets", type=lambda s: s.split(","), help="only these sets (default: every one)")
     parser.add_argument("--latency-queries", type=int, default=100)
     parser.add_argument("--skip", choices=("quality", "latency"), help="leave one part out")
     parser.add_argument("--update-docs", type=Path, help="markdown file whose rerank block to rewrite")
@@ -264,16 +276,18 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     scorer = load_cross_encoder(location, work_dir=SearchSettings().resolved_cache_dir)
     log(f"reranker {location.identity} loaded in {time.perf_counter() - started:.1f} s")
-    lines = [
+    lines: list[str] = []
+    emit(lines, [
         f"Reranker `{location.identity}`, max {scorer.config.max_tokens} tokens per pair. Measured "
         f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {machine()}, toolscout {revision()}."
         + (f" At most {args.limit} queries per set." if args.limit else "")
-    ]
+    ])
     if args.skip != "quality":
         lines += quality(args, args.reranker, scorer)
     if args.skip != "latency":
         lines += latency(args, args.reranker)
-    publish("\n".join(lines), args.update_docs, "rerank")
+    if args.update_docs:
+        update_block(args.update_docs, "rerank", "\n".join(lines))
     return 0
 
 
