@@ -152,7 +152,7 @@ def test_the_engine_reorders_its_first_tools_by_the_reranker_score(packaged: Pat
     plain = ToolSearch(SearchSettings.lexical_only())
     plain.index(TOOLS)
     before = plain.search(query, limit=8).hits
-    after = _engine(packaged, rerank_depth=depth).search(query, limit=8).hits
+    after = _engine(packaged, rerank_depth=depth, rerank_mode="reorder").search(query, limit=8).hits
     head = after[:depth]
     assert {h.tool.id for h in head} == {h.tool.id for h in before[:depth]}
     rescored = [h.rerank_score for h in head]

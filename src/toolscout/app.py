@@ -109,7 +109,7 @@ class AppConfig:
     registries: tuple[Path, ...] = ()
     model: str | None = None
     weights: str | None = None
-    # None: the default reranker; "none": off.
+    # None: the default reranker (none); "bundled", a package or a folder: that one.
     reranker: str | None = None
     # The engine's settings given whole (tests search with keyword signals only); None: the
     # defaults with `model`, `weights` and `reranker`.

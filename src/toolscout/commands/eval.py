@@ -156,7 +156,8 @@ def settings_from_args(args: argparse.Namespace) -> SearchSettings:
         raise ToolscoutError(str(exc)) from exc
     if args.model:
         settings = dataclasses.replace(settings, model=args.model)
-    if args.reranker:
+    # `toolscout tune` shares this reader and has no --reranker: it replays rankings before fusion.
+    if getattr(args, "reranker", None):
         settings = dataclasses.replace(settings, reranker=args.reranker)
     if not any(settings.enabled(name) for name in ("dense", "intent")):
         # No signal needs the model: never load it.

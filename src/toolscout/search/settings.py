@@ -120,14 +120,17 @@ class SearchSettings:
     # destructive tools): it lies between the RRF score ratios of ranks 1:2 (6/7) and 1:3 (6/8) at
     # k = 5, so a destructive tool gives up at most one place to a constructive one. 1 turns it off.
     destructive_factor: float = 0.8
-    # The cross-encoder that rescores the first candidates: "bundled" (shipped inside toolscout;
-    # off, with one log line, while a build ships none), an installed package or a folder (a
+    # The cross-encoder that rescores the first candidates: "bundled" (shipped inside toolscout; off,
+    # with one log line, while a build ships none), an installed package or a folder (a
     # sentence-transformers CrossEncoder is exported to ONNX once); None or "none" turns it off.
-    reranker: str | None = DEFAULT_MODEL
+    # Off by default: the first trained reranker won on everyday requests and lost on etom_mcp, and
+    # costs a model run per rescored tool (docs/benchmarks.md, "Reranker").
+    reranker: str | None = None
     # How many of the first fused tools it rescores (one model run each: the cost of a search).
-    rerank_depth: int = 10
-    # RERANK_MODES; `rerank_weight` is the reranker's share in "blend".
-    rerank_mode: str = "reorder"
+    rerank_depth: int = 5
+    # RERANK_MODES; `rerank_weight` is the reranker's share in "blend". Blending beat reordering on
+    # every set measured (reordering lost 0.07 top-1 on etom_mcp).
+    rerank_mode: str = "blend"
     rerank_weight: float = 1.0
 
     def __post_init__(self) -> None:
