@@ -19,6 +19,13 @@ def update_block(path: Path, name: str, block: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def publish(block: str, docs: Path | None, name: str) -> None:
+    """Print a script's table, and rewrite its block in `docs` when given (`--update-docs`)."""
+    print(block)
+    if docs:
+        update_block(docs, name, block)
+
+
 def revision() -> str:
     """The commit the measured code is at, `-dirty` when the working tree differs from it."""
     try:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from docs_blocks import machine, revision, update_block
+from docs_blocks import machine, publish, revision
 
 from toolscout.eval import build_engine, engine_ranker, evaluate, load_dataset, sample_queries
 from toolscout.search.settings import SearchSettings
@@ -62,10 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for label, cold, warm, summary in rows:
         lines.append(f"| {label} | {cold:.1f} | {warm:.2f} | {summary.latency_ms_p50:.1f} | {summary.latency_ms_p95:.1f} |")
-    block = "\n".join(lines)
-    print(block)
-    if args.update_docs:
-        update_block(args.update_docs, "search_latency", block)
+    publish("\n".join(lines), args.update_docs, "search_latency")
     return 0
 
 

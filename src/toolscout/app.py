@@ -109,8 +109,10 @@ class AppConfig:
     registries: tuple[Path, ...] = ()
     model: str | None = None
     weights: str | None = None
+    # None: the default reranker (none); "bundled", a package or a folder: that one.
+    reranker: str | None = None
     # The engine's settings given whole (tests search with keyword signals only); None: the
-    # defaults with `model` and `weights`.
+    # defaults with `model`, `weights` and `reranker`.
     search: SearchSettings | None = None
     # None: nothing is screened by pins.
     pins: PinOptions | None = None
@@ -201,7 +203,7 @@ def _open_store(kind: type[_Store], what: str) -> _Store | None:
 
 
 def search_settings(config: AppConfig) -> SearchSettings:
-    """The engine defaults with --model and --weights; ConfigError if an option is unusable."""
+    """The engine defaults with --model, --weights and --reranker; ConfigError if an option is unusable."""
     from toolscout.errors import ConfigError
     from toolscout.search.settings import SearchSettings, apply_weights_option
 
@@ -210,6 +212,8 @@ def search_settings(config: AppConfig) -> SearchSettings:
     if config.search is not None:
         return config.search
     settings = SearchSettings(model=config.model) if config.model else SearchSettings()
+    if config.reranker:
+        settings = replace(settings, reranker=config.reranker)
     state = (config.pins.state if config.pins is not None else None) or default_state_location()
     if is_postgres(state):
         # Replicas sharing a Postgres state store share their embeddings too.

@@ -26,6 +26,7 @@ __all__ = [
     "add_call_limit_options",
     "add_learning_options",
     "add_registry_options",
+    "add_reranker_option",
     "add_search_options",
     "add_security_options",
     "add_state_option",
@@ -109,6 +110,15 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
         "--weights", metavar="WEIGHTS",
         help="fusion weights: 'dense=1,tfidf=0.5' (signals not named are off) or a weights.json from `toolscout tune`",
     )
+    add_reranker_option(parser)
+
+
+def add_reranker_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--reranker", metavar="MODEL",
+        help="cross-encoder that rescores the first tools: 'bundled' (the one shipped inside toolscout, if any), an "
+        "installed package or a folder (a sentence-transformers CrossEncoder is exported once); default 'none' (off)",
+    )
 
 
 def add_security_options(parser: argparse.ArgumentParser) -> None:
@@ -178,6 +188,7 @@ def command_options(
         registries=tuple(args.registry or ()),
         model=args.model if search else "none",
         weights=args.weights if search else None,
+        reranker=args.reranker if search else "none",
         pins=PinOptions(args.state, args.strict_pins) if security else None,
         allow_flagged=args.allow_flagged if security else True,
         learning=LearningOptions(

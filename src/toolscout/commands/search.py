@@ -10,10 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from typing import TYPE_CHECKING
 
 import anyio
-
-from typing import TYPE_CHECKING
 
 from toolscout.commands._gateway import (
     add_learning_options,
@@ -28,6 +27,7 @@ from toolscout.errors import ConfigError
 
 if TYPE_CHECKING:
     from toolscout.app import AppConfig, GatewayHooks
+    from toolscout.search.base import SearchHit
 
 __all__ = ["register", "run"]
 
@@ -49,7 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("-k", type=int, default=5, help="how many tools to show (default 5)")
     parser.add_argument("--server", action="append", dest="servers", metavar="NAME", help="only this server")
     parser.add_argument("--json", action="store_true", help="print JSON (the search_tools result)")
-    parser.add_argument("--explain", action="store_true", help="show each signal's rank of each tool")
+    parser.add_argument(
+        "--explain", action="store_true", help="show each signal's rank of each tool, and the reranker's score"
+    )
     add_refresh_option(parser)
     parser.set_defaults(handler=run)
 
@@ -106,7 +108,7 @@ async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hoo
     if args.json:
         if args.explain:
             for entry, hit in zip(answer["tools"], response.hits, strict=True):
-                entry["ranks"] = dict(hit.ranks)
+                entry.update(_explained(hit))
         print(json.dumps(answer, indent=2, ensure_ascii=False))
         return 0
     # Servers that are down were warned about above; the note is for a weak match or a degraded index.
@@ -122,4 +124,14 @@ async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hoo
         if args.explain:
             ranks = ", ".join(f"{signal}={hit.ranks[signal]}" for signal in response.signals if signal in hit.ranks)
             print(f"    ranks: {ranks or 'none'}")
+            if hit.rerank_score is not None:
+                print(f"    reranker: {hit.rerank_score:.4f}")
     return 0
+
+
+def _explained(hit: SearchHit) -> dict[str, object]:
+    """What --explain adds to a hit's JSON entry."""
+    extra: dict[str, object] = {"ranks": dict(hit.ranks)}
+    if hit.rerank_score is not None:
+        extra["reranker_score"] = round(hit.rerank_score, 4)
+    return extra

@@ -1,4 +1,4 @@
-"""Dense embeddings: the only module that imports onnxruntime, torch or sentence-transformers.
+"""Dense embeddings, and the one ONNX exporter (for the embedding model and the reranker alike).
 
 Two backends produce the same kind of vectors (mean-pooled, L2-normalised):
 - "onnx" (default): onnxruntime with the model's tokenizer.json. A packaged `.onnx` file (such as
@@ -32,7 +32,15 @@ from toolscout.errors import ConfigError
 from toolscout.index.base import Encoder, NOT_RETRIEVED, Query
 from toolscout.index.model_files import ModelLocation
 
-__all__ = ["BACKENDS", "DenseRetriever", "OnnxEncoder", "TorchEncoder", "exported_onnx", "load_encoder"]
+__all__ = [
+    "BACKENDS",
+    "EXPORT_HEADS",
+    "DenseRetriever",
+    "OnnxEncoder",
+    "TorchEncoder",
+    "exported_onnx",
+    "load_encoder",
+]
 
 log = logging.getLogger(__name__)
 
@@ -220,9 +228,18 @@ def _quiet_exporters() -> Iterator[None]:
             transformers_logging.enable_progress_bar()
 
 
-def exported_onnx(location: ModelLocation, work_dir: Path) -> Path:
+# What an exported file outputs: the encoder's last hidden state (an embedding model, pooled by
+# OnnxEncoder) or a sequence classifier's logits (a cross-encoder's relevance score per pair).
+EXPORT_HEADS = ("embedding", "classifier")
+
+
+def exported_onnx(location: ModelLocation, work_dir: Path, *, head: str = "embedding") -> Path:
     """The model exported to ONNX with dynamically quantised int8 weights, made once and cached."""
-    key = hashlib.sha256(location.identity.encode()).hexdigest()[:16]
+    if head not in EXPORT_HEADS:
+        raise ValueError(f"unknown export head '{head}'; use one of {', '.join(EXPORT_HEADS)}")
+    # The embedding head keeps the key it always had, so existing caches stay valid.
+    keyed = location.identity if head == "embedding" else f"{location.identity} {head}"
+    key = hashlib.sha256(keyed.encode()).hexdigest()[:16]
     target = work_dir / "onnx" / key / "model-int8.onnx"
     if target.is_file():
         return target
@@ -230,29 +247,33 @@ def exported_onnx(location: ModelLocation, work_dir: Path) -> Path:
     log.info("exporting %s to ONNX (once; cached in %s)", location.spec, target.parent)
     target.parent.mkdir(parents=True, exist_ok=True)
     with _quiet_exporters():
-        _export(location, target)
+        _export(location, target, head)
     return target
 
 
-def _export(location: ModelLocation, target: Path) -> None:
+def _export(location: ModelLocation, target: Path, head: str) -> None:
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
-    from transformers import AutoModel
+    from transformers import AutoModel, AutoModelForSequenceClassification
 
-    class _Hidden(torch.nn.Module):
+    classifier = head == "classifier"
+
+    class _Head(torch.nn.Module):
         def __init__(self, model: Any) -> None:
             super().__init__()
             self.model = model
 
         def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.model(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            return out.logits if classifier else out.last_hidden_state
 
-    model = _Hidden(AutoModel.from_pretrained(str(location.folder))).eval()
+    loader = AutoModelForSequenceClassification if classifier else AutoModel
+    model = _Head(loader.from_pretrained(str(location.folder))).eval()
     sample = torch.ones(1, 8, dtype=torch.long)
     axes = {0: "batch", 1: "sequence"}
     names = ["input_ids", "attention_mask", "token_type_ids"]
+    output = "logits" if classifier else "last_hidden_state"
+    output_axes = {0: "batch"} if classifier else axes
     # The tracer warns about shapes it treats as constants; the axes above keep them dynamic.
     with tempfile.TemporaryDirectory(dir=target.parent) as scratch, warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -263,8 +284,8 @@ def _export(location: ModelLocation, target: Path) -> None:
             (sample, sample, torch.zeros_like(sample)),
             str(fp32),
             input_names=names,
-            output_names=["last_hidden_state"],
-            dynamic_axes={name: axes for name in [*names, "last_hidden_state"]},
+            output_names=[output],
+            dynamic_axes={**{name: axes for name in names}, output: output_axes},
             opset_version=17,
             dynamo=False,
         )

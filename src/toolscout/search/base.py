@@ -26,6 +26,9 @@ class SearchHit:
     score: float
     # 1-based rank each signal gave this tool among its candidates; absent when it did not retrieve it.
     ranks: Mapping[str, int] = field(default_factory=dict)
+    # The reranker's score of this tool for the request (toolscout.search.rerank); None when it
+    # did not rescore it (off, not loaded, or the tool was past its depth).
+    rerank_score: float | None = None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ embeddings (e.g. nearest example requests) reuse `Query.embedding`, computed onc
 `Embedder.matrix`, which caches any texts by model and hash. A signal that knows how sure it is of a
 query answers a `Retrieval` with its `confidence` (the intent vote); the learned signals' weights
 are scaled by it. Every adjustment after fusion (the best sentence's bonus, the demotion of
-destructive tools, exact names first) is made in one place, `ToolSearch._adjusted`.
+destructive tools, exact names first) is made in one place, `ToolSearch._adjusted`. Last, a
+cross-encoder may rescore the first fused tools (`toolscout.search.rerank`; `_reranked`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from toolscout.index.text import (
 from toolscout.search.base import ProgressCallback, SearchHit, SearchResponse
 from toolscout.search.confidence import match_strength
 from toolscout.search.destructive import asks_to_destroy, demote_destructive, is_destructive
+from toolscout.search.rerank import Reranker, reranked
 from toolscout.search.fusion import weighted_rrf
 from toolscout.search.sentences import add_best_part, mean_direction, request_parts
 from toolscout.search.settings import LEARNED_SIGNALS, SearchSettings, parse_weights
@@ -128,6 +130,7 @@ class ToolSearch:
         self._intent_on = self.settings.enabled("intent")
         wants_model = self._dense_on or self._intent_on
         self._embedder = Embedder(self.settings, encoder) if wants_model else None
+        self._reranker = None if self.settings.rerank_disabled else Reranker(self.settings)
 
     @property
     def tools(self) -> tuple[ToolRecord, ...]:
@@ -198,13 +201,16 @@ class ToolSearch:
 
     def complete(self, progress: ProgressCallback | None = None) -> None:
         """Embed the latest catalog (cached vectors are reused); safe to call from a worker thread."""
-        if self._embedder is None:
-            return
         with self._completing:
             # Loaded here, in the background, even when every vector came from the cache at index
-            # time: the first search then does not wait for the model to encode its query.
-            self._embedder.encoder()
-            self._complete(self._embedder, progress)
+            # time: the first search then does not wait for the models to encode its query and
+            # rescore its first tools.
+            if self._embedder is not None:
+                self._embedder.encoder()
+            if self._reranker is not None:
+                self._reranker.scorer()
+            if self._embedder is not None:
+                self._complete(self._embedder, progress)
 
     def _complete(self, embedder: Embedder, progress: ProgressCallback | None) -> None:
         while True:
@@ -276,13 +282,16 @@ class ToolSearch:
             for i, part in enumerate(parts)
         ]
         order, scores, exact = self._adjusted(snapshot, text, servers, fused, part_fusions)
+        order, scores, rerank_scores = self._reranked(snapshot, text, order, scores, exact)
         positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in ranked.positions.items()}
         hits = []
         for position in order[:limit]:
             ranks = {name: ranked[position] for name, ranked in positions.items() if position in ranked}
             if position in exact:
                 ranks[EXACT_NAME] = 1
-            hits.append(SearchHit(snapshot.tools[position], scores.get(position, 0.0), ranks))
+            hits.append(
+                SearchHit(snapshot.tools[position], scores.get(position, 0.0), ranks, rerank_scores.get(position))
+            )
         strength = None
         if snapshot.dense is not None and whole is not None:
             cosines = snapshot.dense.scores(Query(text=text, tokens=(), embedding=whole))
@@ -314,6 +323,21 @@ class ToolSearch:
             exact.sort(key=lambda p: -scores.get(p, 0.0))
             order = exact + [p for p in order if p not in set(exact)]
         return order, scores, exact
+
+    def _reranked(
+        self, snapshot: _Snapshot, text: str, order: list[int], scores: dict[int, float], exact: list[int]
+    ) -> tuple[list[int], dict[int, float], dict[int, float]]:
+        """The first `rerank_depth` tools after the exact name matches, rescored by the reranker when
+        it is loaded (`search.rerank`). Returns the order, the scores and the reranker's scores."""
+        scorer = self._reranker.scorer(self.model_wait) if self._reranker is not None else None
+        if scorer is None:
+            return order, scores, {}
+        pinned = set(exact)
+        head = [p for p in order if p not in pinned][: self.settings.rerank_depth]
+        rescored = scorer.scores(text, [dense_document(snapshot.tools[p]) for p in head])
+        candidate_scores = {p: float(score) for p, score in zip(head, rescored)}
+        order, scores = reranked(order, scores, candidate_scores, self.settings)
+        return order, scores, candidate_scores
 
     def rankings(
         self, query: str, *, depth: int, servers: Collection[str] | None = None

@@ -8,6 +8,10 @@ A signal with weight 0 (or absent from `weights`) is off and never computed.
     tfidf             TF-IDF cosine over all lexical fields together
     dense             cosine between sentence embeddings of the query and of the tool
     intent            nearest example requests (needs examples; off without them)
+
+After fusion, a cross-encoder (`reranker`) may rescore the first `rerank_depth` tools, reading the
+request with each tool's document (toolscout.search.rerank); `rerank_mode` says how its scores
+combine with the fused ranking.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from types import MappingProxyType
 
 import platformdirs
 
-from toolscout.index.model_files import DEFAULT_MODEL
+from toolscout.index.model_files import DEFAULT_MODEL, model_disabled
 from toolscout.json_files import read_json_file
 
 __all__ = [
@@ -30,6 +34,7 @@ __all__ = [
     "DEFAULT_WEIGHTS",
     "LEARNED_SIGNALS",
     "LEXICAL_SIGNALS",
+    "RERANK_MODES",
     "SIGNALS",
     "SearchSettings",
     "apply_weights_option",
@@ -70,6 +75,10 @@ DEFAULT_INTENT_NEIGHBOURS = 10
 # for the tool-retrieval model (benchmarks/intent_floor.py), and 0.55 is still the best.
 DEFAULT_INTENT_MIN_SIMILARITY = 0.55
 DEFAULT_INTENT_FULL_VOTE = 0.6
+# How the reranker's scores combine with the fused ranking of the first rerank_depth tools:
+#   reorder  sort them by the reranker's score alone;
+#   blend    sort them by 1/(rrf_k + fused rank) + rerank_weight/(rrf_k + reranker rank).
+RERANK_MODES = ("reorder", "blend")
 
 
 @dataclass(frozen=True)
@@ -111,6 +120,18 @@ class SearchSettings:
     # destructive tools): it lies between the RRF score ratios of ranks 1:2 (6/7) and 1:3 (6/8) at
     # k = 5, so a destructive tool gives up at most one place to a constructive one. 1 turns it off.
     destructive_factor: float = 0.8
+    # The cross-encoder that rescores the first candidates: "bundled" (shipped inside toolscout; off,
+    # with one log line, while a build ships none), an installed package or a folder (a
+    # sentence-transformers CrossEncoder is exported to ONNX once); None or "none" turns it off.
+    # Off by default: the first trained reranker won on everyday requests and lost on etom_mcp, and
+    # costs a model run per rescored tool (docs/benchmarks.md, "Reranker").
+    reranker: str | None = None
+    # How many of the first fused tools it rescores (one model run each: the cost of a search).
+    rerank_depth: int = 5
+    # RERANK_MODES; `rerank_weight` is the reranker's share in "blend". Blending beat reordering on
+    # every set measured (reordering lost 0.07 top-1 on etom_mcp).
+    rerank_mode: str = "blend"
+    rerank_weight: float = 1.0
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.weights) - set(SIGNALS))
@@ -122,14 +143,18 @@ class SearchSettings:
             raise ValueError("rrf_k must be >= 0, candidates and intent_neighbours >= 1")
         if not 0 < self.destructive_factor <= 1:
             raise ValueError(f"destructive_factor must be in (0, 1], got {self.destructive_factor}")
+        if self.rerank_mode not in RERANK_MODES:
+            raise ValueError(f"rerank_mode must be one of {', '.join(RERANK_MODES)}, got {self.rerank_mode!r}")
+        if self.rerank_depth < 1 or self.rerank_weight < 0:
+            raise ValueError("rerank_depth must be >= 1 and rerank_weight >= 0")
         if not 0 <= self.intent_full_vote <= 1:
             raise ValueError(f"intent_full_vote must be between 0 and 1, got {self.intent_full_vote}")
 
     @classmethod
     def lexical_only(cls, **overrides: object) -> SearchSettings:
-        """Keyword signals only, no embedding model: fast to build, for tests and small machines."""
+        """Keyword signals only, no embedding model nor reranker: fast to build, for tests and small machines."""
         weights = {name: w for name, w in DEFAULT_WEIGHTS.items() if name in LEXICAL_SIGNALS}
-        return cls(**{"weights": weights, "model": None, **overrides})  # type: ignore[arg-type]
+        return cls(**{"weights": weights, "model": None, "reranker": None, **overrides})  # type: ignore[arg-type]
 
     def enabled(self, signal: str) -> bool:
         if signal in ("dense", "intent") and self.dense_disabled:
@@ -138,7 +163,11 @@ class SearchSettings:
 
     @property
     def dense_disabled(self) -> bool:
-        return self.model is None or self.model.strip().lower() in ("", "none", "off")
+        return model_disabled(self.model)
+
+    @property
+    def rerank_disabled(self) -> bool:
+        return model_disabled(self.reranker)
 
     @property
     def resolved_cache_dir(self) -> Path:
