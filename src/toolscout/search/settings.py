@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_INTENT_NEIGHBOURS",
     "DEFAULT_RRF_K",
     "DEFAULT_WEIGHTS",
+    "FUSIONS",
     "LEARNED_SIGNALS",
     "LEXICAL_SIGNALS",
     "SIGNALS",
@@ -37,6 +38,7 @@ __all__ = [
     "parse_weights",
 ]
 
+FUSIONS = ("learned", "rrf")
 SIGNALS = ("bm25_name", "bm25_description", "bm25_expansion", "tfidf", "dense", "intent")
 LEXICAL_SIGNALS = ("bm25_name", "bm25_description", "bm25_expansion", "tfidf")
 # Signals fed by example requests (the expansion field and the intent vote): with examples, their
@@ -111,6 +113,11 @@ class SearchSettings:
     # destructive tools): it lies between the RRF score ratios of ranks 1:2 (6/7) and 1:3 (6/8) at
     # k = 5, so a destructive tool gives up at most one place to a constructive one. 1 turns it off.
     destructive_factor: float = 0.8
+    # "learned": the learned ranker beside the embedding model decides the order when it can run
+    # (toolscout.search.ranker), weighted RRF otherwise; "rrf": always weighted RRF.
+    fusion: str = "learned"
+    # A ranker.json to use instead of the one beside the model (fitting and evaluating rankers).
+    ranker_file: Path | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.weights) - set(SIGNALS))
@@ -122,6 +129,8 @@ class SearchSettings:
             raise ValueError("rrf_k must be >= 0, candidates and intent_neighbours >= 1")
         if not 0 < self.destructive_factor <= 1:
             raise ValueError(f"destructive_factor must be in (0, 1], got {self.destructive_factor}")
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {self.fusion!r}")
         if not 0 <= self.intent_full_vote <= 1:
             raise ValueError(f"intent_full_vote must be between 0 and 1, got {self.intent_full_vote}")
 
