@@ -18,6 +18,7 @@ the same configuration and the same hooks.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -109,6 +110,8 @@ class AppConfig:
     registries: tuple[Path, ...] = ()
     model: str | None = None
     weights: str | None = None
+    # --fusion: "learned" or "rrf"; None: the settings' default.
+    fusion: str | None = None
     # The engine's settings given whole (tests search with keyword signals only); None: the
     # defaults with `model` and `weights`.
     search: SearchSettings | None = None
@@ -217,6 +220,8 @@ def search_settings(config: AppConfig) -> SearchSettings:
             settings = apply_weights_option(settings, config.weights)
         except ValueError as exc:
             raise ConfigError(f"--weights: {exc}") from exc
+    if config.fusion:
+        settings = dataclasses.replace(settings, fusion=config.fusion)
     return settings
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "add_call_limit_options",
+    "add_fusion_option",
     "add_learning_options",
     "add_registry_options",
     "add_search_options",
@@ -87,6 +88,15 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--weights", metavar="WEIGHTS",
         help="fusion weights: 'dense=1,tfidf=0.5' (signals not named are off) or a weights.json from `toolscout tune`",
+    )
+    add_fusion_option(parser)
+
+
+def add_fusion_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fusion", choices=("learned", "rrf"),
+        help="'learned': the ranker shipped beside the model orders the candidates where it can run; "
+        "'rrf': weighted RRF (see the default in docs/search-engine.md)",
     )
 
 
@@ -157,6 +167,7 @@ def command_options(
         registries=tuple(args.registry or ()),
         model=args.model if search else "none",
         weights=args.weights if search else None,
+        fusion=args.fusion if search else None,
         pins=PinOptions(args.state, args.strict_pins) if security else None,
         allow_flagged=args.allow_flagged if security else True,
         learning=LearningOptions(

@@ -41,6 +41,7 @@ __all__ = [
     "TRAIN_SIZES",
     "Catalog",
     "Example",
+    "design",
     "extract",
     "fit",
     "model_digest",
