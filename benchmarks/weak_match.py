@@ -1,6 +1,7 @@
 """False alarms and recall of the weak-match notice, on catalogs of 5 to 4,000 tools, and its threshold.
 
-The notice fires when the learned ranker's best probability is below the threshold stored in its
+The notice fires when the learned ranker's probability that its best candidate serves the request
+(its weak-match model's, fitted on training catalogs) is below the threshold stored in its
 ranker.json (`toolscout.search.confidence`). Measured on
 - etom_mcp's infeasible requests (queries_infeasible.jsonl: no tool serves them), searched on
   etom_mcp's catalog and on samples of it of 5 to 2,000 tools (4,000: filled with other dev tools):
@@ -66,7 +67,7 @@ def catalogs(bench: Path, seed: int = 0) -> list[Catalog]:
                     full = len(chosen) + len(query.answers) > max(1, int(0.6 * size))
                     if requests and (full or taken + len(requests) >= PER_SIZE):
                         break
-                    chosen.update(dict.fromkeys(query.answers))
+                    chosen.update(dict.fromkeys(sorted(query.answers)))
                     requests.append((query.text, query.answers))
                 taken += len(requests)
                 tools = [by_id[t] for t in chosen if t in by_id][:size]
@@ -86,7 +87,7 @@ def _fill(rng: random.Random, pool: list, taken: set[str], count: int) -> list:
 
 
 def best_probability(ranker: LearnedRanker, example: Example) -> float:
-    return float(ranker.probabilities(example.candidates).max()) if len(example.candidates) else 0.0
+    return ranker.scored(example.candidates)[1]
 
 
 def cosine_rule(example: Example) -> bool:

@@ -5,6 +5,7 @@ deterministic hashing encoder; rankers are written here with known coefficients.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -16,7 +17,8 @@ from test_search_engine import tool
 from toolscout.errors import ConfigError
 from toolscout.learning.examples import Example
 from toolscout.search import SearchSettings, ToolSearch
-from toolscout.search.ranker import FEATURE_NAMES, LearnedRanker, feature_columns, load_ranker
+from toolscout.index.model_files import BUNDLED_MODEL_DIR, file_digest
+from toolscout.search.ranker import FEATURE_NAMES, LearnedRanker, Linear, feature_columns, load_ranker
 
 CATALOG = [
     tool("weather", "get_forecast", "Weather forecast for a city: rain, sun and temperature."),
@@ -29,8 +31,8 @@ CATALOG = [
 
 def ranker(features: dict[str, float], intercept: float = 0.0, **fields) -> LearnedRanker:
     n = len(features)
-    return LearnedRanker(features=tuple(features), mean=np.zeros(n), scale=np.ones(n),
-                         coefficients=np.array(list(features.values())), intercept=intercept, **fields)
+    linear = Linear(tuple(features), np.zeros(n), np.ones(n), np.array(list(features.values())), intercept)
+    return LearnedRanker(linear, **fields)
 
 
 def engine_with(tmp_path: Path, learned: LearnedRanker | None, examples=(), **settings) -> ToolSearch:
@@ -123,3 +125,22 @@ def test_feature_names_are_what_the_columns_compute(tmp_path: Path) -> None:
     columns = feature_columns(engine.candidates("rain forecast for a city"))
     assert tuple(columns) == FEATURE_NAMES
     assert all(np.all(np.isfinite(values)) for values in columns.values())
+
+
+def test_a_weak_match_model_in_the_file_gives_the_probability_the_notice_reads(tmp_path: Path) -> None:
+    # P(something serves it) from the best candidate's cosine; the ranking part orders as before.
+    match = Linear(("dense_best", "ranker_logit"), np.zeros(2), np.ones(2), np.array([30.0, 0.0]), -9.0)
+    engine = engine_with(tmp_path, dataclasses.replace(BY_COSINE, match=match))
+    good, bad = engine.search("send an email message", limit=2), engine.search("book a flight to Paris", limit=2)
+    assert good.hits[0].tool.id == "mail__send_email" and good.match.probability > 0.9 and not good.match.weak
+    assert bad.match.probability < 0.5 and bad.match.weak
+    assert load_ranker(tmp_path)[0].match.features == match.features
+
+
+def test_the_shipped_ranker_is_fitted_for_the_shipped_model() -> None:
+    # A new model in the package needs its ranker refitted (python -m toolscout.training.ranker_fit);
+    # until then searches fall back to weighted RRF, and this test says so.
+    shipped, reason = load_ranker(BUNDLED_MODEL_DIR)
+    assert shipped is not None, reason
+    assert file_digest(BUNDLED_MODEL_DIR / "model.onnx").startswith(shipped.model_digest)
+    assert shipped.weak_below is not None and shipped.match is not None

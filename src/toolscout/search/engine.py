@@ -6,15 +6,19 @@
     engine.search(query, limit=5, servers=None) -> SearchResponse
 
 Each signal scores every tool, keeps its best `max(candidates, 4 x limit)` among the allowed servers,
-and weighted Reciprocal Rank Fusion merges those rankings. `index` may be called again at any time;
+and the learned ranker beside the embedding model (`toolscout.search.ranker`) scores the union of
+those candidates from what each signal said about each; weighted Reciprocal Rank Fusion merges the
+rankings instead where the ranker cannot run (`toolscout.search.fusion.Fusion` decides and says
+why: `SearchResponse.fusion`). `index` may be called again at any time;
 a search reads one immutable snapshot, swapped in atomically, and answers with keyword signals
 (saying so in `notice`) until `complete` has embedded the latest catalog and its example requests
 (the intent signal, `toolscout.index.intent`). No MCP imports here.
 
 With example requests, the signals they feed (the intent vote and the expansion field) weigh their
 weight x the query's intent confidence: full when close past requests agree on a tool, less when
-the nearest past requests are distant or disagree, nothing when none is close. Fusion stays
-weighted RRF; only those two weights change from query to query.
+the nearest past requests are distant or disagree, nothing when none is close. They join the
+learned ranker's order by weighted RRF, the order weighing what the zero-shot signals it replaces
+weighed, so learning from use keeps its say over either fusion.
 
 Adding a signal: give it a name in `toolscout.search.settings.SIGNALS`, build a `Retriever` (one score
 per tool) into the snapshot, and it is ranked, fused and explained like the others. Signals over
@@ -313,7 +317,8 @@ class ToolSearch:
     def _fuse(
         self, snapshot: _Snapshot, ranked: _Ranked, ranker: LearnedRanker | None, sentences: int, depth: int
     ) -> tuple[list[tuple[int, float]], float | None, list[int]]:
-        """Fused (position, score) best first; with the learned ranker also its best probability and its order.
+        """Fused (position, score) best first; with the learned ranker also the probability that its
+        best candidate serves the request, and its order.
 
         The ranker orders the zero-shot signals' candidates; that order then joins the learned
         signals (the intent vote, the expansion field) in weighted RRF with the weight of the
@@ -325,13 +330,13 @@ class ToolSearch:
         candidates = _candidates(snapshot, ranked, ranker.signals, sentences, depth)
         if not len(candidates):
             return [], None, []
-        probabilities = ranker.probabilities(candidates)
+        probabilities, served = ranker.scored(candidates)
         learned = candidates.positions[np.argsort(-probabilities, kind="stable")].tolist()
         rankings = {LEARNED: learned} | {n: ranked.positions[n] for n in LEARNED_SIGNALS if n in ranked.positions}
         # The ranker stands in for the signals that listed candidates: their weights are its weight.
         weights = {LEARNED: sum(settings.weights.get(n, 0.0) for n in ranker.signals if ranked.positions.get(n))}
         weights |= {n: settings.weights.get(n, 0.0) * ranked.weight_scale.get(n, 1.0) for n in LEARNED_SIGNALS}
-        return weighted_rrf(rankings, weights, k=settings.rrf_k), float(probabilities.max()), learned
+        return weighted_rrf(rankings, weights, k=settings.rrf_k), served, learned
 
     def candidates(
         self, query: str, *, depth: int | None = None, servers: Collection[str] | None = None

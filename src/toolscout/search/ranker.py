@@ -40,6 +40,8 @@ __all__ = [
     "VERSION",
     "Candidates",
     "LearnedRanker",
+    "Linear",
+    "RANKER_LOGIT",
     "feature_columns",
     "feature_matrix",
     "load_ranker",
@@ -142,14 +144,46 @@ def feature_columns(c: Candidates) -> dict[str, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class LearnedRanker:
-    """A logistic model over `feature_columns`: P(candidate serves the request)."""
+class Linear:
+    """A logistic model over named features, standardised: what both parts of a ranker file are."""
 
     features: tuple[str, ...]
     mean: np.ndarray
     scale: np.ndarray
     coefficients: np.ndarray
     intercept: float
+
+    def probabilities(self, matrix: np.ndarray) -> np.ndarray:
+        logits = ((matrix - self.mean) / self.scale) @ self.coefficients + self.intercept
+        return 1.0 / (1.0 + np.exp(-logits))
+
+    def as_json(self) -> dict[str, Any]:
+        return {"features": list(self.features), "mean": [float(v) for v in self.mean],
+                "scale": [float(v) for v in self.scale], "coefficients": [float(v) for v in self.coefficients],
+                "intercept": float(self.intercept)}
+
+    @classmethod
+    def from_json(cls, document: Any, origin: str) -> Linear:
+        try:
+            features = tuple(str(name) for name in document["features"])
+            arrays = [np.asarray(document[key], dtype=np.float64) for key in ("mean", "scale", "coefficients")]
+            intercept = float(document["intercept"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"{origin} is malformed: {exc}") from None
+        if any(a.shape != (len(features),) for a in arrays) or not np.all(arrays[1] > 0):
+            raise ConfigError(f"{origin} is malformed: mean, scale and coefficients need one value per feature")
+        return cls(features, *arrays, intercept=intercept)
+
+
+# The weak-match model reads the best candidate's features and this one: the ranker's logit of it.
+RANKER_LOGIT = "ranker_logit"
+
+
+@dataclass(frozen=True)
+class LearnedRanker:
+    """A logistic model over `feature_columns`: P(candidate serves the request)."""
+
+    ranking: Linear
     # A request whose best candidate's probability is below this gets the weak-match notice.
     weak_below: float | None = None
     # sha256 (hex prefix) of the embedding model file it was fitted for; None: any model.
@@ -157,19 +191,37 @@ class LearnedRanker:
     # Free-form provenance written by the fitting code (data, sizes, scores); shown, never read.
     about: Mapping[str, Any] = field(default_factory=dict)
     signals: tuple[str, ...] = RANKER_SIGNALS
+    # P(some tool of the catalog serves the request), from the best candidate's features; what the
+    # weak-match notice reads. None: the best candidate's probability stands in for it.
+    match: Linear | None = None
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        return self.ranking.features
 
     def probabilities(self, candidates: Candidates) -> np.ndarray:
+        return self.scored(candidates)[0]
+
+    def scored(self, candidates: Candidates) -> tuple[np.ndarray, float]:
+        """Each candidate's probability of serving the request, and the probability that the best
+        one does (the match model's, else the best candidate's own)."""
+        if not len(candidates):
+            return np.zeros(0), 0.0
         columns = feature_columns(candidates)
         missing = [name for name in self.features if name not in columns]
         if missing:
             raise ConfigError(f"ranker reads feature(s) this request lacks: {', '.join(missing)}")
-        return self.probabilities_of(feature_matrix(columns, self.features) if len(candidates) else np.zeros((0, 0)))
+        probabilities = self.probabilities_of(feature_matrix(columns, self.features))
+        best = int(np.argmax(probabilities))
+        if self.match is None:
+            return probabilities, float(probabilities[best])
+        p = float(np.clip(probabilities[best], 1e-12, 1 - 1e-12))
+        row = {name: values[best : best + 1] for name, values in columns.items()}
+        row[RANKER_LOGIT] = np.array([math.log(p / (1 - p))])
+        return probabilities, float(self.match.probabilities(feature_matrix(row, self.match.features))[0])
 
     def probabilities_of(self, matrix: np.ndarray) -> np.ndarray:
-        if not len(matrix):
-            return np.zeros(0)
-        logits = ((matrix - self.mean) / self.scale) @ self.coefficients + self.intercept
-        return 1.0 / (1.0 + np.exp(-logits))
+        return self.ranking.probabilities(matrix) if len(matrix) else np.zeros(0)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -177,18 +229,18 @@ class LearnedRanker:
             "version": VERSION,
             "kind": "logistic",
             "signals": list(self.signals),
-            "features": list(self.features),
-            "mean": [float(v) for v in self.mean],
-            "scale": [float(v) for v in self.scale],
-            "coefficients": [float(v) for v in self.coefficients],
-            "intercept": float(self.intercept),
-            "weak_match": {"max_probability_below": self.weak_below},
+            **self.ranking.as_json(),
+            "weak_match": {"max_probability_below": self.weak_below,
+                           "model": None if self.match is None else self.match.as_json()},
             "model_sha256": self.model_digest,
             "about": dict(self.about),
         }
 
     def write(self, path: Path) -> None:
-        path.write_text(json.dumps(self.as_json(), indent=1) + "\n", encoding="utf-8")
+        # Whole or not at all: an engine loading it meanwhile never reads half a file.
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(json.dumps(self.as_json(), indent=1) + "\n", encoding="utf-8")
+        partial.replace(path)
 
     @classmethod
     def from_json(cls, document: Any, origin: str = "ranker file") -> LearnedRanker:
@@ -197,19 +249,18 @@ class LearnedRanker:
         if document.get("version") != VERSION or document.get("kind") != "logistic":
             raise ConfigError(f"{origin} is version {document.get('version')!r} ({document.get('kind')!r}); "
                               f"this toolscout reads version {VERSION} (logistic): refit it with train-ranker")
+        ranking = Linear.from_json(document, origin)
         try:
-            features = tuple(str(name) for name in document["features"])
-            arrays = [np.asarray(document[key], dtype=np.float64) for key in ("mean", "scale", "coefficients")]
-            intercept = float(document["intercept"])
-            weak = (document.get("weak_match") or {}).get("max_probability_below")
+            weak_match = document.get("weak_match") or {}
+            weak = weak_match.get("max_probability_below")
+            match = weak_match.get("model")
             signals = tuple(str(name) for name in document.get("signals", RANKER_SIGNALS))
-        except (KeyError, TypeError, ValueError) as exc:
+        except (AttributeError, TypeError, ValueError) as exc:
             raise ConfigError(f"{origin} is malformed: {exc}") from None
-        if any(a.shape != (len(features),) for a in arrays) or not np.all(arrays[1] > 0):
-            raise ConfigError(f"{origin} is malformed: mean, scale and coefficients need one value per feature")
         digest = document.get("model_sha256")
-        return cls(features, *arrays, intercept=intercept, weak_below=None if weak is None else float(weak),
-                   model_digest=str(digest) if digest else None, about=document.get("about") or {}, signals=signals)
+        return cls(ranking, weak_below=None if weak is None else float(weak),
+                   model_digest=str(digest) if digest else None, about=document.get("about") or {}, signals=signals,
+                   match=None if match is None else Linear.from_json(match, f"{origin} (weak_match model)"))
 
 
 def load_ranker(folder: Path, name: str = RANKER_FILE) -> tuple[LearnedRanker | None, str]:

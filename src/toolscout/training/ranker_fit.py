@@ -31,11 +31,12 @@ from pathlib import Path
 import numpy as np
 
 from toolscout.catalog import ToolRecord
-from toolscout.search.ranker import Candidates, LearnedRanker, feature_columns, feature_matrix
+from toolscout.search.ranker import RANKER_LOGIT, Candidates, LearnedRanker, Linear, feature_columns, feature_matrix
 
 __all__ = [
     "EVERYDAY_SOURCES",
     "FEATURES",
+    "MATCH_FEATURES",
     "RANKER_SOURCES",
     "SIZES",
     "TRAIN_SIZES",
@@ -44,6 +45,7 @@ __all__ = [
     "design",
     "extract",
     "fit",
+    "fit_match",
     "model_digest",
     "ranking_scores",
     "sample_catalogs",
@@ -67,6 +69,12 @@ FEATURES = (
     "dense_rrf", "dense_log_rank", "dense_first", "dense_cosine", "dense_margin", "dense_best", "dense_gap",
     "signals_first", "signals_top5", "name_shared", "name_share", "query_share", "query_words", "sentences",
     "catalog",
+)
+# What the weak-match model reads of the best candidate (and the ranker's logit of it).
+MATCH_FEATURES = (
+    "dense_cosine", "dense_best", "dense_gap", "bm25_description_ratio", "bm25_description_best", "tfidf_ratio",
+    "tfidf_best", "signals_first", "signals_top5", "name_share", "query_share", "query_words", "sentences",
+    "catalog", RANKER_LOGIT,
 )
 
 
@@ -182,7 +190,7 @@ def extract(
     """The engine's candidates for every request of every catalog, read from `cache` when it has them."""
     from toolscout.search import SearchSettings, ToolSearch
 
-    key = hashlib.sha256(repr([(c.name, [t.id for t in c.tools], c.requests) for c in catalogs]).encode()).hexdigest()
+    key = _key(catalogs)
     path = None
     if cache is not None:
         path = cache / model_digest(model)[:12] / f"{key[:16]}.pkl"
@@ -209,6 +217,12 @@ def extract(
         with path.open("wb") as stream:
             pickle.dump(examples, stream)
     return examples
+
+
+def _key(catalogs: Sequence[Catalog]) -> str:
+    """The same catalogs give the same key in every process (sets are sorted: their order is not)."""
+    rows = [(c.name, [t.id for t in c.tools], [(text, sorted(answers)) for text, answers in c.requests]) for c in catalogs]
+    return hashlib.sha256(repr(rows).encode()).hexdigest()
 
 
 def design(examples: Sequence[Example], features: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -238,10 +252,33 @@ def fit(examples: Sequence[Example], features: Sequence[str] = FEATURES, c: floa
     balance = np.where(labels, (~labels).sum() / max(labels.sum(), 1), 1.0)
     model = LogisticRegression(C=c, max_iter=2000)
     model.fit((matrix - mean) / scale, labels, sample_weight=weights * balance * len(examples) / weights.sum())
-    return LearnedRanker(
-        features=tuple(features), mean=mean, scale=scale, coefficients=model.coef_[0].astype(np.float64),
-        intercept=float(model.intercept_[0]), model_digest=digest, about=about or {},
-    )
+    ranking = Linear(tuple(features), mean, scale, model.coef_[0].astype(np.float64), float(model.intercept_[0]))
+    return LearnedRanker(ranking, model_digest=digest, about=about or {})
+
+
+def fit_match(examples: Sequence[Example], ranker: LearnedRanker, features: Sequence[str] = MATCH_FEATURES,
+              c: float = 1.0) -> Linear:
+    """The weak-match model: P(some tool of the catalog serves the request) from the ranker's best
+    candidate, fitted on served and unserved training requests (each class weighing the same)."""
+    from sklearn.linear_model import LogisticRegression
+
+    rows, labels = [], []
+    for example in examples:
+        if not len(example.candidates):
+            continue
+        columns = feature_columns(example.candidates)
+        probabilities = ranker.probabilities_of(feature_matrix(columns, ranker.features))
+        best = int(np.argmax(probabilities))
+        p = float(np.clip(probabilities[best], 1e-12, 1 - 1e-12))
+        row = {name: values[best : best + 1] for name, values in columns.items()}
+        row[RANKER_LOGIT] = np.array([np.log(p / (1 - p))])
+        rows.append(feature_matrix(row, features)[0])
+        labels.append(example.feasible)
+    matrix, target = np.array(rows), np.array(labels)
+    mean, scale = matrix.mean(axis=0), matrix.std(axis=0)
+    scale = np.where(scale > 1e-9, scale, 1.0)
+    model = LogisticRegression(C=c, max_iter=2000, class_weight="balanced").fit((matrix - mean) / scale, target)
+    return Linear(tuple(features), mean, scale, model.coef_[0].astype(np.float64), float(model.intercept_[0]))
 
 
 def ranking_scores(ranker: LearnedRanker, examples: Sequence[Example]) -> dict[str, float]:
@@ -281,6 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "c": args.c,
     }
     ranker = fit(examples, c=args.c, about=about, digest=model_digest(args.model)[:16])
+    ranker = dataclasses.replace(ranker, match=fit_match(examples, ranker))
     if args.weak_below is not None:
         ranker = dataclasses.replace(ranker, weak_below=args.weak_below)
     log.info("training replay: %s", ranking_scores(ranker, examples))
