@@ -44,7 +44,7 @@ def configurations(model: str, base: str | None, ranker: Path | None) -> dict[st
         out["base model, weighted RRF"] = SearchSettings(model=base, fusion="rrf")
     out["model, dense alone"] = _dense(SearchSettings(model=model))
     out["model, weighted RRF"] = SearchSettings(model=model, fusion="rrf")
-    out["model, learned ranker"] = SearchSettings(model=model, ranker_file=ranker)
+    out["model, learned ranker"] = SearchSettings(model=model, ranker_file=ranker, fusion="learned")
     return out
 
 

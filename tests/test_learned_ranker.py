@@ -39,6 +39,7 @@ def engine_with(tmp_path: Path, learned: LearnedRanker | None, examples=(), **se
     path = tmp_path / "ranker.json"
     if learned is not None:
         learned.write(path)
+    settings = {"fusion": "learned", **settings}
     engine = ToolSearch(SearchSettings(cache_dir=tmp_path / "cache", ranker_file=path, **settings),
                         encoder=HashingEncoder(dimension=4096))
     engine.index(CATALOG, examples=examples)
@@ -79,8 +80,11 @@ def test_without_a_usable_ranker_weighted_rrf_decides_and_says_why(tmp_path: Pat
     assert missing.fusion == "weighted RRF (no ranker.json beside the embedding model)"
     other = engine_with(tmp_path, ranker({"dense_cosine": 1.0}, model_digest="0" * 16)).search("rain", limit=2)
     assert other.fusion == "weighted RRF (the learned ranker was fitted for another embedding model)"
-    asked = engine_with(tmp_path, BY_COSINE, fusion="rrf").search("rain", limit=2)
-    assert asked.fusion == "weighted RRF (asked for)" and "learned" not in asked.hits[0].ranks
+    asked = engine_with(tmp_path, BY_COSINE, fusion="rrf").search("book a flight to Paris", limit=2)
+    assert asked.fusion == "weighted RRF (asked for; the learned ranker (ranker.json, 1 features) only judges the match)"
+    assert "learned" not in asked.hits[0].ranks
+    # The ranker still judges the match for the weak-match notice.
+    assert asked.match.probability is not None and asked.match.weak
     off = engine_with(tmp_path, BY_COSINE, weights={"dense": 1.0, "bm25_description": 1.0}).search("rain", limit=2)
     assert off.fusion == "weighted RRF (the learned ranker needs tfidf)"
     keywords = engine_with(tmp_path, BY_COSINE, model=None).search("rain", limit=2)

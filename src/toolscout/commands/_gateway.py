@@ -95,8 +95,8 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
 def add_fusion_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fusion", choices=("learned", "rrf"),
-        help="'learned': the ranker shipped beside the model orders the candidates where it can run; "
-        "'rrf': weighted RRF (see the default in docs/search-engine.md)",
+        help="'rrf' (default): weighted RRF orders the candidates; 'learned': the ranker shipped beside the model "
+        "orders them where it can run (better on everyday requests, worse on API-style ones: docs/benchmarks.md)",
     )
 
 

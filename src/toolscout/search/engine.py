@@ -286,16 +286,19 @@ class ToolSearch:
         ranked = self._rankings(snapshot, signals, text, depth, servers, whole)
         encoder = self._embedder.encoder(self.model_wait) if "dense" in signals and self._embedder else None
         ranker, fusion = self._fusion.ranker(signals, encoder.model_id if encoder is not None else None)
+        orders = ranker is not None and settings.fusion == "learned"
         sentences = max(len(parts), 1)
-        fused, probability, learned = self._fuse(snapshot, ranked, ranker, sentences, depth)
+        fused, probability, learned = self._fuse(snapshot, ranked, ranker, orders, sentences, depth)
         part_fusions = [
             self._fuse(
                 snapshot,
                 self._rankings(snapshot, signals, part, depth, servers, None if vectors is None else vectors[i]),
-                ranker, 1, depth,
+                ranker if orders else None, orders, 1, depth,
             )[0]
             for i, part in enumerate(parts)
         ]
+        if ranker is not None and not orders:
+            fusion = f"weighted RRF (asked for; the {fusion} only judges the match)"
         order, scores, exact = self._adjusted(snapshot, text, servers, fused, part_fusions)
         positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in ranked.positions.items()}
         if learned:
@@ -315,10 +318,17 @@ class ToolSearch:
         return SearchResponse(hits=tuple(hits), signals=tuple(signals), notice=notice, match=strength, fusion=fusion)
 
     def _fuse(
-        self, snapshot: _Snapshot, ranked: _Ranked, ranker: LearnedRanker | None, sentences: int, depth: int
+        self,
+        snapshot: _Snapshot,
+        ranked: _Ranked,
+        ranker: LearnedRanker | None,
+        orders: bool,
+        sentences: int,
+        depth: int,
     ) -> tuple[list[tuple[int, float]], float | None, list[int]]:
         """Fused (position, score) best first; with the learned ranker also the probability that its
-        best candidate serves the request, and its order.
+        best candidate serves the request, and its order (when it `orders`; else weighted RRF
+        orders, and the ranker only judges the match).
 
         The ranker orders the zero-shot signals' candidates; that order then joins the learned
         signals (the intent vote, the expansion field) in weighted RRF with the weight of the
@@ -331,6 +341,8 @@ class ToolSearch:
         if not len(candidates):
             return [], None, []
         probabilities, served = ranker.scored(candidates)
+        if not orders:
+            return ranked.fuse(settings.weights, settings.rrf_k), served, []
         learned = candidates.positions[np.argsort(-probabilities, kind="stable")].tolist()
         rankings = {LEARNED: learned} | {n: ranked.positions[n] for n in LEARNED_SIGNALS if n in ranked.positions}
         # The ranker stands in for the signals that listed candidates: their weights are its weight.

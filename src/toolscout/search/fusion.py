@@ -49,8 +49,6 @@ class Fusion:
     def ranker(self, ready: Collection[str], model_id: str | None) -> tuple[LearnedRanker | None, str]:
         """The learned ranker when every signal it reads is `ready` and it was fitted for the model
         `model_id` names (the encoder's id, with its file's sha256), else None; and what decides."""
-        if self.settings.fusion == "rrf":
-            return None, "weighted RRF (asked for)"
         if "dense" not in ready:  # no model, or its vectors are not ready yet
             return None, "weighted RRF (the learned ranker needs the dense signal)"
         ranker, reason = self._load()

@@ -329,4 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as the importable module, so the cached examples unpickle wherever they are read.
+    from toolscout.training.ranker_fit import main as module_main
+
+    sys.exit(module_main())
