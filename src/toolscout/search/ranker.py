@@ -5,12 +5,14 @@ one shared word outvote a dense signal that is right ("make the header row bold"
 sharing "row"). The learned ranker reads, for every candidate of the zero-shot signals, each
 signal's rank and score, the score's margin to that signal's best, the dense cosine, how many
 query words the tool's name shares, and the request's length, sentence count and catalog size,
-and scores it with a logistic model: how likely this tool serves this request. Its best
-probability is also what the weak-match notice reads (`MatchStrength.probability`).
+and scores it with a logistic model: how likely this tool serves this request. A second small
+logistic model reads the best candidate's features (and the ranker's logit of it) and says how
+likely it is that anything in the catalog serves the request: what the weak-match notice reads
+(`MatchStrength.probability`), whichever fusion orders the hits.
 
 The model is a small JSON file, `ranker.json`, beside the embedding model it was fitted for
-(never pickle: coefficients, feature means and scales, the weak-match threshold chosen with it,
-the model's digest). `toolscout.search.engine` loads it with the model and falls back to weighted
+(never pickle: coefficients, feature means and scales, the match model and the weak-match
+threshold chosen with it, the model's digest). `toolscout.search.engine` loads it with the model and falls back to weighted
 RRF, saying why, when it cannot run: no file, a file for another model, a signal it reads is off.
 A later score (e.g. a cross-encoder's) joins as one more column: `Candidates.extra` carries it,
 and a ranker fitted with it lists it among its features; one fitted without it ignores it.
