@@ -6,10 +6,11 @@
     engine.search(query, limit=5, servers=None) -> SearchResponse
 
 Each signal scores every tool, keeps its best `max(candidates, 4 x limit)` among the allowed servers,
-and the learned ranker beside the embedding model (`toolscout.search.ranker`) scores the union of
-those candidates from what each signal said about each; weighted Reciprocal Rank Fusion merges the
-rankings instead where the ranker cannot run (`toolscout.search.fusion.Fusion` decides and says
-why: `SearchResponse.fusion`). `index` may be called again at any time;
+and weighted Reciprocal Rank Fusion merges those rankings; with `fusion="learned"` the ranker
+beside the embedding model (`toolscout.search.ranker`) orders the union of the candidates instead,
+from what each signal said about each, wherever it can run (`toolscout.search.fusion.Fusion`
+decides and says why: `SearchResponse.fusion`). Where it can run, the ranker's match model judges
+every search for the weak-match notice, whichever fusion orders. `index` may be called again at any time;
 a search reads one immutable snapshot, swapped in atomically, and answers with keyword signals
 (saying so in `notice`) until `complete` has embedded the latest catalog and its example requests
 (the intent signal, `toolscout.index.intent`). No MCP imports here.
