@@ -156,7 +156,7 @@ def settings_from_args(args: argparse.Namespace) -> SearchSettings:
         raise ToolscoutError(str(exc)) from exc
     if args.model:
         settings = dataclasses.replace(settings, model=args.model)
-    if args.fusion:
+    if getattr(args, "fusion", None):  # `tune` shares these settings and fits weighted RRF only
         settings = dataclasses.replace(settings, fusion=args.fusion)
     if not any(settings.enabled(name) for name in ("dense", "intent")):
         # No signal needs the model: never load it.
