@@ -141,9 +141,11 @@ def test_a_weak_match_model_in_the_file_gives_the_probability_the_notice_reads(t
     assert load_ranker(tmp_path)[0].match.features == match.features
 
 
-def test_the_shipped_ranker_is_fitted_for_the_shipped_model() -> None:
-    # A new model in the package needs its ranker refitted (python -m toolscout.training.ranker_fit);
-    # until then searches fall back to weighted RRF, and this test says so.
+def test_a_shipped_ranker_is_fitted_for_the_shipped_model() -> None:
+    # A new model in the package needs its ranker refitted (python -m toolscout.training.ranker_fit,
+    # then benchmarks/weak_match.py --write): a stale ranker.json must not ship beside it.
+    if not (BUNDLED_MODEL_DIR / "ranker.json").exists():
+        pytest.skip("no ranker.json shipped beside the bundled model (weighted RRF and the cosine rule decide)")
     shipped, reason = load_ranker(BUNDLED_MODEL_DIR)
     assert shipped is not None, reason
     assert file_digest(BUNDLED_MODEL_DIR / "model.onnx").startswith(shipped.model_digest)
