@@ -20,9 +20,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from toolscout.catalog import ToolRecord
 from toolscout.eval import Dataset, build_engine, engine_ranker, evaluate, load_queries
 from toolscout.eval.ablation import alone, lexical_only
+from toolscout.eval.dev_sets import load_bundled_tools
 from toolscout.search.settings import LEXICAL_SIGNALS, SearchSettings
 
 DATA = Path(__file__).resolve().parent / "data" / "bundled"
@@ -32,18 +32,6 @@ K = 10
 
 def log(message: str) -> None:
     print(f"[bundled_top1] {message}", file=sys.stderr, flush=True)
-
-
-def load_tools(path: Path) -> tuple[ToolRecord, ...]:
-    tools = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            tools.append(ToolRecord(id=row["id"], name=row["name"], server=row["server"],
-                                    description=row.get("description") or "",
-                                    input_schema=row.get("input_schema") or {},
-                                    title=row.get("title"), annotations=row.get("annotations")))
-    return tuple(tools)
 
 
 def configurations() -> dict[str, SearchSettings]:
@@ -80,7 +68,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--json", type=Path, help="also write every run's per-query top 10 here")
     args = parser.parse_args()
-    tools = load_tools(args.data / "tools.jsonl")
+    tools = load_bundled_tools(args.data / "tools.jsonl")
     raw = {name: {json.loads(l)["id"]: json.loads(l) for l in (args.data / name).read_text().splitlines() if l.strip()}
            for name in FILES}
     queries = {name: load_queries(args.data / name) for name in FILES}

@@ -1,106 +1,149 @@
-"""Precision and recall of the weak-match notice (`toolscout.search.confidence`).
+"""False alarms and recall of the weak-match notice, on catalogs of 5 to 4,000 tools, and its threshold.
 
-Runs the default engine on etom_mcp's tools with its feasible requests (queries.jsonl: a tool
-serves each) and its infeasible ones (queries_infeasible.jsonl: none does), and counts how often
-`SearchResponse.match.weak` is set: recall = infeasible requests flagged, precision = flagged
-requests that are infeasible, and the false-alarm rate on feasible ones. The thresholds were
-chosen on this split (`--cv` re-runs that choice with 2-fold cross-validation over random
-halves and reports the held-out numbers). Then the same on the bundled-registry dev set
-(benchmarks/data/bundled, every request feasible; never used to choose), where every flag is a
-false alarm. Prints markdown tables; progress on stderr.
+The notice fires when the learned ranker's probability that its best candidate serves the request
+(its weak-match model's, fitted on training catalogs) is below the threshold stored in its
+ranker.json (`toolscout.search.confidence`). Measured on
+- etom_mcp's infeasible requests (queries_infeasible.jsonl: no tool serves them), searched on
+  etom_mcp's catalog and on samples of it of 5 to 2,000 tools (4,000: filled with other dev tools):
+  recall = share flagged;
+- feasible requests of every dev set, on its own catalog (all its queries) and on catalogs of 5 to
+  4,000 tools holding each request's tools, filled with its set's tools then other dev tools: false
+  alarms = share flagged.
+The threshold chosen is the highest whose false alarms stay within `--max-false-alarms` on every
+dev set (all its catalogs together); `--write` stores it in the ranker file. The cosine rule it
+replaces (the fallback without a ranker) is measured on the same requests. The engine's candidate
+lists are cached under runs/ranker (once per model). Prints markdown; progress on stderr.
 
-    .venv/bin/python benchmarks/weak_match.py [--etom ../shared/bench/etom_mcp] [--cv]
+    .venv/bin/python benchmarks/weak_match.py [--model bundled] [--ranker FILE] [--write]
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
+import dataclasses
 import json
+import logging
+import random
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-from toolscout.eval import build_engine, load_dataset
-from toolscout.search import confidence
-from toolscout.search.settings import SearchSettings
+from toolscout.eval.dev_sets import dev_sets
+from toolscout.search.confidence import GAP_RANK, MAX_COSINE, MAX_GAP
+from toolscout.search.ranker import RANKER_FILE, LearnedRanker
+from toolscout.training.ranker_fit import SIZES, Catalog, Example, extract
 
-HERE = Path(__file__).resolve().parent
-BUNDLED = HERE / "data" / "bundled"
-
-
-def log(message: str) -> None:
-    print(f"[weak_match] {message}", file=sys.stderr, flush=True)
-
-
-def requests(path: Path) -> list[str]:
-    return [json.loads(line)["query"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT.parent / "shared" / "bench"
+PER_SIZE = 40  # feasible requests per dev set and catalog size
+log = logging.getLogger("weak_match")
 
 
-def strengths(folder: Path, files: list[str]) -> dict[str, list[tuple[float, float]]]:
-    engine, seconds = build_engine(SearchSettings(), load_dataset(folder))
-    log(f"{folder}: indexed in {seconds:.0f} s")
-    out: dict[str, list[tuple[float, float]]] = {}
-    for name in files:
-        rows = []
-        for text in requests(folder / name):
-            match = engine.search(text, limit=5).match
-            rows.append((match.best_cosine, match.gap) if match else (1.0, 1.0))
-        out[name] = rows
+def catalogs(bench: Path, seed: int = 0) -> list[Catalog]:
+    rng = random.Random(seed)
+    sets = dev_sets(bench)
+    pool = sorted({t.id: t for s in sets for t in s.dataset.tools}.values(), key=lambda t: t.id)
+    out = []
+    etom = next(s for s in sets if s.name == "etom_mcp")
+    lines = (bench / "etom_mcp" / "queries_infeasible.jsonl").read_text(encoding="utf-8").splitlines()
+    infeasible = tuple((json.loads(line)["query"], frozenset()) for line in lines if line.strip())
+    for size in SIZES:
+        tools = rng.sample(list(etom.dataset.tools), min(size, len(etom.dataset.tools)))
+        tools += _fill(rng, pool, {t.id for t in tools}, size - len(tools))
+        out.append(Catalog(f"etom_mcp infeasible@{size}", tuple(tools), infeasible))
+    for dev in sets:
+        own = list(dev.dataset.tools)
+        by_id = {t.id: t for t in pool}
+        out.append(Catalog(f"{dev.name}@own", tuple(own), tuple((q.text, q.answers) for q in dev.dataset.queries)))
+        for size in SIZES:
+            queries = [q for q in rng.sample(list(dev.dataset.queries), len(dev.dataset.queries)) if len(q.relevant) <= size]
+            taken = 0
+            while taken < min(PER_SIZE, len(queries)):
+                chosen: dict[str, None] = {}
+                requests = []
+                for query in queries[taken:]:
+                    full = len(chosen) + len(query.answers) > max(1, int(0.6 * size))
+                    if requests and (full or taken + len(requests) >= PER_SIZE):
+                        break
+                    chosen.update(dict.fromkeys(sorted(query.answers)))
+                    requests.append((query.text, query.answers))
+                taken += len(requests)
+                tools = [by_id[t] for t in chosen if t in by_id][:size]
+                ids = {t.id for t in tools}
+                tools += _fill(rng, own, ids, size - len(tools))
+                tools += _fill(rng, pool, ids | {t.id for t in tools}, size - len(tools))
+                kept = tuple((text, answers) for text, answers in requests if answers & {t.id for t in tools})
+                out.append(Catalog(f"{dev.name}@{size}", tuple(tools), kept))
     return out
 
 
-def weak(rows: np.ndarray, cosine: float, gap: float) -> np.ndarray:
-    return (rows[:, 0] < cosine) & (rows[:, 1] < gap)
+def _fill(rng: random.Random, pool: list, taken: set[str], count: int) -> list:
+    if count <= 0:
+        return []
+    free = [t for t in pool if t.id not in taken]
+    return rng.sample(free, min(count, len(free)))
 
 
-def row(label: str, feasible: np.ndarray, infeasible: np.ndarray, cosine: float, gap: float) -> str:
-    false_alarms, caught = int(weak(feasible, cosine, gap).sum()), int(weak(infeasible, cosine, gap).sum())
-    precision = caught / (caught + false_alarms) if caught + false_alarms else float("nan")
-    return (f"| {label} | {cosine:.2f} / {gap:.3f} | {precision:.3f} | {caught / len(infeasible):.3f} ({caught}/{len(infeasible)}) "
-            f"| {false_alarms / len(feasible):.4f} ({false_alarms}/{len(feasible)}) |")
+def best_probability(ranker: LearnedRanker, example: Example) -> float:
+    return ranker.scored(example.candidates)[1]
 
 
-def choose(feasible: np.ndarray, infeasible: np.ndarray, max_false_alarms: float = 0.002) -> tuple[float, float]:
-    """The thresholds with the best recall whose false-alarm rate stays within the bound."""
-    best = None
-    for cosine, gap in itertools.product(np.arange(0.15, 0.42, 0.01), np.arange(0.02, 0.16, 0.005)):
-        fa, rec = weak(feasible, cosine, gap).mean(), weak(infeasible, cosine, gap).mean()
-        if fa <= max_false_alarms and (best is None or (rec, -fa) > best[0]):
-            best = ((rec, -fa), (round(float(cosine), 2), round(float(gap), 3)))
-    assert best is not None
-    return best[1]
+def cosine_rule(example: Example) -> bool:
+    c = example.candidates
+    return c.catalog >= GAP_RANK and c.best["dense"] < MAX_COSINE and c.dense_gap < MAX_GAP
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--etom", type=Path, default=HERE.parent.parent / "shared" / "bench" / "etom_mcp")
-    parser.add_argument("--cv", action="store_true", help="also choose the thresholds by 2-fold cross-validation")
+    parser.add_argument("--bench", type=Path, default=BENCH)
+    parser.add_argument("--model", default="bundled")
+    parser.add_argument("--ranker", type=Path, help=f"ranker file (default: {RANKER_FILE} beside the model)")
+    parser.add_argument("--max-false-alarms", type=float, default=0.01)
+    parser.add_argument("--write", action="store_true", help="store the chosen threshold in the ranker file")
+    parser.add_argument("--cache", type=Path, default=ROOT / "runs" / "ranker")
     args = parser.parse_args()
-    etom = strengths(args.etom, ["queries.jsonl", "queries_infeasible.jsonl"])
-    feasible, infeasible = np.array(etom["queries.jsonl"]), np.array(etom["queries_infeasible.jsonl"])
-    cosine, gap = confidence.MAX_COSINE, confidence.MAX_GAP
-    print("| etom_mcp | best cosine / gap below | precision | recall | false alarms (feasible) |")
-    print("|---|---|---|---|---|")
-    print(row("shipped thresholds, all requests", feasible, infeasible, cosine, gap))
-    # What the shipped thresholds should be for the model in use (toolscout.search.confidence).
-    print(row("chosen on all requests", feasible, infeasible, *choose(feasible, infeasible)))
-    if args.cv:
-        rng = np.random.default_rng(0)
-        fold_f, fold_i = rng.permutation(len(feasible)) % 2, rng.permutation(len(infeasible)) % 2
-        for k in (0, 1):
-            c, g = choose(feasible[fold_f == k], infeasible[fold_i == k])
-            print(row(f"chosen on half {k}, held-out half", feasible[fold_f != k], infeasible[fold_i != k], c, g))
-    if (BUNDLED / "queries.jsonl").exists():
-        bundled = strengths(BUNDLED, [f for f in ("queries.jsonl", "queries_translated.jsonl") if (BUNDLED / f).exists()])
-        print()
-        print("| bundled dev set (all feasible) | requests | flagged (false alarms) |")
-        print("|---|---|---|")
-        for name, rows in bundled.items():
-            flagged = int(weak(np.array(rows), cosine, gap).sum())
-            print(f"| {name} | {len(rows)} | {flagged} ({flagged / len(rows):.3f}) |")
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    path = args.ranker or _beside_model(args.model)
+    ranker = LearnedRanker.from_json(json.loads(path.read_text(encoding="utf-8")), str(path))
+    examples = extract(args.model, catalogs(args.bench), args.cache, log.info)
+    groups: dict[str, list[tuple[str, float, bool]]] = defaultdict(list)  # dev set -> (size, p, old rule)
+    for example in examples:
+        name, size = example.catalog.rsplit("@", 1)
+        groups[name].append((size, best_probability(ranker, example), cosine_rule(example)))
+    infeasible = np.array([p for _, p, _ in groups["etom_mcp infeasible"]])
+    feasible = {name: np.array([p for _, p, _ in rows]) for name, rows in groups.items() if name != "etom_mcp infeasible"}
+    candidates = np.unique(np.concatenate([infeasible, *feasible.values()]))
+    allowed = [t for t in candidates if all((p < t).mean() <= args.max_false_alarms for p in feasible.values())]
+    threshold = float(max(allowed)) if allowed else 0.0
+    print(f"Learned ranker {path.name} ({args.model}); threshold chosen: best probability < {threshold:.4f} "
+          f"(false alarms <= {args.max_false_alarms:.0%} on every dev set; stored: {ranker.weak_below})\n")
+    sizes = ["own", *map(str, SIZES)]
+    print("| requests | rule | " + " | ".join(f"{s} tools" if s != "own" else "own catalog" for s in sizes) + " | all |")
+    print("|---|---|" + "---:|" * (len(sizes) + 1))
+    for name, rows in groups.items():
+        label = "recall" if name == "etom_mcp infeasible" else "false alarms"
+        for rule, flagged in (("ranker", lambda r: r[1] < threshold), ("cosine (old)", lambda r: r[2])):
+            cells = []
+            for size in sizes:
+                chosen = [r for r in rows if r[0] == size]
+                cells.append(f"{np.mean([flagged(r) for r in chosen]):.3f} ({len(chosen)})" if chosen else "-")
+            total = np.mean([flagged(r) for r in rows])
+            print(f"| {name} ({label}) | {rule} | " + " | ".join(cells) + f" | **{total:.3f}** |")
+    if args.write:
+        dataclasses.replace(ranker, weak_below=round(threshold, 4)).write(path)
+        log.info("stored weak_below=%.4f in %s", threshold, path)
     return 0
+
+
+def _beside_model(model: str) -> Path:
+    from toolscout.index.model_files import resolve_model
+
+    location = resolve_model(model)
+    assert location is not None
+    return location.folder / RANKER_FILE
 
 
 if __name__ == "__main__":

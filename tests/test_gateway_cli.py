@@ -48,6 +48,8 @@ def test_search_prints_the_ranked_tools_with_each_signals_rank(
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith(" 1. notes__delete_note")
     assert any(line.strip().startswith("ranks: bm25") for line in lines)
+    # What decided the order: without a model, weighted RRF of the keyword signals.
+    assert "fusion: weighted RRF (the learned ranker needs the dense signal)" in lines
 
 
 def test_a_registry_that_cannot_be_read_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

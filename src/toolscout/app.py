@@ -18,6 +18,7 @@ the same configuration and the same hooks.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -111,6 +112,8 @@ class AppConfig:
     weights: str | None = None
     # None: the default reranker (none); "bundled", a package or a folder: that one.
     reranker: str | None = None
+    # --fusion: "learned" or "rrf"; None: the settings' default.
+    fusion: str | None = None
     # The engine's settings given whole (tests search with keyword signals only); None: the
     # defaults with `model`, `weights` and `reranker`.
     search: SearchSettings | None = None
@@ -223,6 +226,8 @@ def search_settings(config: AppConfig) -> SearchSettings:
             settings = apply_weights_option(settings, config.weights)
         except ValueError as exc:
             raise ConfigError(f"--weights: {exc}") from exc
+    if config.fusion:
+        settings = dataclasses.replace(settings, fusion=config.fusion)
     return settings
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "add_call_limit_options",
+    "add_fusion_option",
     "add_learning_options",
     "add_registry_options",
     "add_reranker_option",
@@ -111,6 +112,7 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
         help="fusion weights: 'dense=1,tfidf=0.5' (signals not named are off) or a weights.json from `toolscout tune`",
     )
     add_reranker_option(parser)
+    add_fusion_option(parser)
 
 
 def add_reranker_option(parser: argparse.ArgumentParser) -> None:
@@ -118,6 +120,14 @@ def add_reranker_option(parser: argparse.ArgumentParser) -> None:
         "--reranker", metavar="MODEL",
         help="cross-encoder that rescores the first tools: 'bundled' (the one shipped inside toolscout, if any), an "
         "installed package or a folder (a sentence-transformers CrossEncoder is exported once); default 'none' (off)",
+    )
+
+
+def add_fusion_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fusion", choices=("learned", "rrf"),
+        help="'rrf' (default): weighted RRF orders the candidates; 'learned': the ranker shipped beside the model "
+        "orders them where it can run (better on everyday requests, worse on API-style ones: docs/benchmarks.md)",
     )
 
 
@@ -189,6 +199,7 @@ def command_options(
         model=args.model if search else "none",
         weights=args.weights if search else None,
         reranker=args.reranker if search else "none",
+        fusion=args.fusion if search else None,
         pins=PinOptions(args.state, args.strict_pins) if security else None,
         allow_flagged=args.allow_flagged if security else True,
         learning=LearningOptions(

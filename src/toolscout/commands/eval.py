@@ -13,7 +13,7 @@ import sys
 from functools import partial
 from typing import TYPE_CHECKING
 
-from toolscout.commands._gateway import add_reranker_option
+from toolscout.commands._gateway import add_fusion_option, add_reranker_option
 from toolscout.errors import ToolscoutError
 from toolscout.eval import SLICE_FIELDS, EvalRun, load_dataset, run_engine, sample_queries
 from toolscout.eval.ablation import run_ablation
@@ -42,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--weights", help="fusion weights, e.g. dense=1,bm25_name=0.5, or a weights.json from `toolscout tune`")
     parser.add_argument("--model", help="embedding model: 'bundled' (default, shipped inside toolscout), an installed package or a folder; 'none' disables dense")
     add_reranker_option(parser)
+    add_fusion_option(parser)
     parser.add_argument("--by", choices=SLICE_FIELDS, help="add one row per value of this query field")
     parser.add_argument("--json", action="store_true", help="print one JSON object with the overall scores")
     parser.add_argument("--ablation", action="store_true",
@@ -159,6 +160,8 @@ def settings_from_args(args: argparse.Namespace) -> SearchSettings:
     # `toolscout tune` shares this reader and has no --reranker: it replays rankings before fusion.
     if getattr(args, "reranker", None):
         settings = dataclasses.replace(settings, reranker=args.reranker)
+    if getattr(args, "fusion", None):  # `tune` shares these settings and fits weighted RRF only
+        settings = dataclasses.replace(settings, fusion=args.fusion)
     if not any(settings.enabled(name) for name in ("dense", "intent")):
         # No signal needs the model: never load it.
         settings = dataclasses.replace(settings, model=None)

@@ -24,6 +24,7 @@ from toolscout.commands._gateway import (
 )
 from toolscout.commands._seen import add_refresh_option, cached, index_seen, screened_statuses
 from toolscout.errors import ConfigError
+from toolscout.search.base import SearchResponse
 
 if TYPE_CHECKING:
     from toolscout.app import AppConfig, GatewayHooks
@@ -109,6 +110,7 @@ async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hoo
         if args.explain:
             for entry, hit in zip(answer["tools"], response.hits, strict=True):
                 entry.update(_explained(hit))
+            answer |= {"fusion": response.fusion, "match": _match(response)}
         print(json.dumps(answer, indent=2, ensure_ascii=False))
         return 0
     # Servers that are down were warned about above; the note is for a weak match or a degraded index.
@@ -122,10 +124,15 @@ async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hoo
         if description:
             print(f"    {description[:150]}{'...' if len(description) > 150 else ''}")
         if args.explain:
-            ranks = ", ".join(f"{signal}={hit.ranks[signal]}" for signal in response.signals if signal in hit.ranks)
+            ranks = ", ".join(f"{signal}={hit.ranks[signal]}" for signal in (*response.signals, "learned") if signal in hit.ranks)
             print(f"    ranks: {ranks or 'none'}")
             if hit.rerank_score is not None:
                 print(f"    reranker: {hit.rerank_score:.4f}")
+    if args.explain:
+        print(f"fusion: {response.fusion}")
+        match = _match(response)
+        if match:
+            print(f"match: {match}")
     return 0
 
 
@@ -135,3 +142,15 @@ def _explained(hit: SearchHit) -> dict[str, object]:
     if hit.rerank_score is not None:
         extra["reranker_score"] = round(hit.rerank_score, 4)
     return extra
+
+
+def _match(response: SearchResponse) -> str | None:
+    """How sure the search is that its best tool serves the request (what the weak-match notice reads)."""
+    match = response.match
+    if match is None:
+        return None
+    verdict = "weak" if match.weak else "not weak"
+    if match.probability is not None:
+        below = "no threshold" if match.weak_below is None else f"threshold {match.weak_below:.3f}"
+        return f"{verdict}: best probability {match.probability:.3f} ({below})"
+    return f"{verdict}: best cosine {match.best_cosine:.3f}, gap {match.gap:.3f}"

@@ -39,6 +39,8 @@ class SearchResponse:
     notice: str | None = None
     # How well the best tool matches (`search.confidence`); None without the dense signal.
     match: MatchStrength | None = None
+    # What ordered the hits: the learned ranker, or weighted RRF and why (shown by `--explain`).
+    fusion: str | None = None
 
 
 class SearchEngine(Protocol):

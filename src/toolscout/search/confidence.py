@@ -6,8 +6,11 @@ signal's cosines tell them apart: when no tool is close to the request, the best
 and barely above the tenth best (nothing stands out of the catalog). Both must hold for a weak
 match, so a terse request with a low cosine whose best tool still stands out is not called weak.
 
-Calibrated on etom_mcp (1,983 feasible requests, 91 no tool serves) with the default model; see
-benchmarks/weak_match.py and docs/benchmarks.md for the measured precision and recall. No MCP.
+With the learned ranker (`toolscout.search.ranker`) the verdict is its own: the best candidate's
+probability of serving the request, below the threshold stored in the ranker's file, chosen with
+it on catalogs of 5 to 4,000 tools (benchmarks/weak_match.py). The cosine rule below is the
+fallback where the ranker cannot run; it was calibrated on etom_mcp (1,983 feasible requests, 91
+no tool serves) for the model shipped before the ranker, and needs GAP_RANK tools. No MCP.
 """
 
 from __future__ import annotations
@@ -27,14 +30,22 @@ GAP_RANK = 10
 
 @dataclass(frozen=True)
 class MatchStrength:
-    """How well the best tool matches a request, by the dense signal."""
+    """How well the best tool matches a request: by the learned ranker, else by the dense signal."""
 
-    best_cosine: float
+    best_cosine: float | None = None
     # The best cosine minus the GAP_RANK-th best: how far the best stands out of the catalog.
-    gap: float
+    gap: float | None = None
+    # The learned ranker's probability that its best candidate serves the request, and the
+    # threshold stored with it (None: that ranker never calls a match weak).
+    probability: float | None = None
+    weak_below: float | None = None
 
     @property
     def weak(self) -> bool:
+        if self.probability is not None:
+            return self.weak_below is not None and self.probability < self.weak_below
+        if self.best_cosine is None or self.gap is None:
+            return False
         return self.best_cosine < MAX_COSINE and self.gap < MAX_GAP
 
 

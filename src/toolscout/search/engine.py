@@ -6,15 +6,20 @@
     engine.search(query, limit=5, servers=None) -> SearchResponse
 
 Each signal scores every tool, keeps its best `max(candidates, 4 x limit)` among the allowed servers,
-and weighted Reciprocal Rank Fusion merges those rankings. `index` may be called again at any time;
+and weighted Reciprocal Rank Fusion merges those rankings; with `fusion="learned"` the ranker
+beside the embedding model (`toolscout.search.ranker`) orders the union of the candidates instead,
+from what each signal said about each, wherever it can run (`toolscout.search.fusion.Fusion`
+decides and says why: `SearchResponse.fusion`). Where it can run, the ranker's match model judges
+every search for the weak-match notice, whichever fusion orders. `index` may be called again at any time;
 a search reads one immutable snapshot, swapped in atomically, and answers with keyword signals
 (saying so in `notice`) until `complete` has embedded the latest catalog and its example requests
 (the intent signal, `toolscout.index.intent`). No MCP imports here.
 
 With example requests, the signals they feed (the intent vote and the expansion field) weigh their
 weight x the query's intent confidence: full when close past requests agree on a tool, less when
-the nearest past requests are distant or disagree, nothing when none is close. Fusion stays
-weighted RRF; only those two weights change from query to query.
+the nearest past requests are distant or disagree, nothing when none is close. They join the
+learned ranker's order by weighted RRF, the order weighing what the zero-shot signals it replaces
+weighed, so learning from use keeps its say over either fusion.
 
 Adding a signal: give it a name in `toolscout.search.settings.SIGNALS`, build a `Retriever` (one score
 per tool) into the snapshot, and it is ranked, fused and explained like the others. Signals over
@@ -50,10 +55,11 @@ from toolscout.index.text import (
     tokenize,
 )
 from toolscout.search.base import ProgressCallback, SearchHit, SearchResponse
-from toolscout.search.confidence import match_strength
+from toolscout.search.confidence import GAP_RANK, MatchStrength, match_strength
 from toolscout.search.destructive import asks_to_destroy, demote_destructive, is_destructive
+from toolscout.search.fusion import Fusion, weighted_rrf
+from toolscout.search.ranker import RANKER_SIGNALS, Candidates, LearnedRanker
 from toolscout.search.rerank import Reranker, reranked
-from toolscout.search.fusion import weighted_rrf
 from toolscout.search.sentences import add_best_part, mean_direction, request_parts
 from toolscout.search.settings import LEARNED_SIGNALS, SearchSettings, parse_weights
 
@@ -64,6 +70,8 @@ log = logging.getLogger(__name__)
 PENDING_NOTICE = "semantic index is still being built; results use keyword signals only"
 MODEL_WAIT = 5.0
 EXACT_NAME = "exact_name"
+# The learned ranker's order, as it appears among a hit's ranks.
+LEARNED = "learned"
 # Words of a query that may be a tool id or identifier-like name ("semgrep_scan", "srv__get-x").
 _IDENTIFIER = re.compile(r"[\w][\w\-.:/]*[\w]")
 # A ready signal: its answer to one query.
@@ -85,6 +93,11 @@ class _Ranked:
 
     positions: dict[str, list[int]]
     weight_scale: dict[str, float]
+    # What the learned ranker reads besides: each signal's score of every tool, the request's
+    # stemmed words, and which tools it may return (None: all).
+    scores: dict[str, np.ndarray] = field(default_factory=dict)
+    tokens: tuple[str, ...] = ()
+    allowed: np.ndarray | None = None
 
     def fuse(self, weights: Mapping[str, float], k: float) -> list[tuple[int, float]]:
         scaled = {name: w * self.weight_scale.get(name, 1.0) for name, w in weights.items()}
@@ -110,6 +123,8 @@ class _Snapshot:
     # may also match inside a longer query.
     exact: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     contained: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    # Per tool: the stemmed words of its name (the learned ranker counts those a request shares).
+    name_words: tuple[frozenset[str], ...] = ()
 
 
 class ToolSearch:
@@ -131,6 +146,7 @@ class ToolSearch:
         wants_model = self._dense_on or self._intent_on
         self._embedder = Embedder(self.settings, encoder) if wants_model else None
         self._reranker = None if self.settings.rerank_disabled else Reranker(self.settings)
+        self._fusion = Fusion(self.settings)
 
     @property
     def tools(self) -> tuple[ToolRecord, ...]:
@@ -190,6 +206,7 @@ class ToolSearch:
             intent_examples=intent_examples,
             servers=np.array([t.server for t in tools], dtype=object),
             destructive=tuple(is_destructive(t) for t in tools),
+            name_words=tuple(frozenset(tokenize(t.name, stem=settings.stem)) for t in tools),
             **_exact_forms(tools),
         )
         if self._embedder is not None:
@@ -274,16 +291,26 @@ class ToolSearch:
             encoded = self._encode(snapshot, [text])
             whole = None if encoded is None else encoded[0]
         ranked = self._rankings(snapshot, signals, text, depth, servers, whole)
-        fused = ranked.fuse(settings.weights, settings.rrf_k)
+        encoder = self._embedder.encoder(self.model_wait) if "dense" in signals and self._embedder else None
+        ranker, fusion = self._fusion.ranker(signals, encoder.model_id if encoder is not None else None)
+        orders = ranker is not None and settings.fusion == "learned"
+        sentences = max(len(parts), 1)
+        fused, probability, learned = self._fuse(snapshot, ranked, ranker, orders, sentences, depth)
         part_fusions = [
-            self._rankings(
-                snapshot, signals, part, depth, servers, None if vectors is None else vectors[i]
-            ).fuse(settings.weights, settings.rrf_k)
+            self._fuse(
+                snapshot,
+                self._rankings(snapshot, signals, part, depth, servers, None if vectors is None else vectors[i]),
+                ranker if orders else None, orders, 1, depth,
+            )[0]
             for i, part in enumerate(parts)
         ]
+        if ranker is not None and not orders:
+            fusion = f"weighted RRF (asked for; the {fusion} only judges the match)"
         order, scores, exact = self._adjusted(snapshot, text, servers, fused, part_fusions)
         order, scores, rerank_scores = self._reranked(snapshot, text, order, scores, exact)
         positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in ranked.positions.items()}
+        if learned:
+            positions[LEARNED] = {p: rank for rank, p in enumerate(learned, start=1)}
         hits = []
         for position in order[:limit]:
             ranks = {name: ranked[position] for name, ranked in positions.items() if position in ranked}
@@ -293,10 +320,62 @@ class ToolSearch:
                 SearchHit(snapshot.tools[position], scores.get(position, 0.0), ranks, rerank_scores.get(position))
             )
         strength = None
-        if snapshot.dense is not None and whole is not None:
-            cosines = snapshot.dense.scores(Query(text=text, tokens=(), embedding=whole))
-            strength = match_strength(cosines if servers is None else cosines[np.isin(snapshot.servers, list(servers))])
-        return SearchResponse(hits=tuple(hits), signals=tuple(signals), notice=notice, match=strength)
+        if probability is not None and ranker is not None:
+            strength = MatchStrength(probability=probability, weak_below=ranker.weak_below)
+        elif "dense" in ranked.scores:
+            cosines = ranked.scores["dense"]
+            strength = match_strength(cosines if ranked.allowed is None else cosines[ranked.allowed])
+        return SearchResponse(hits=tuple(hits), signals=tuple(signals), notice=notice, match=strength, fusion=fusion)
+
+    def _fuse(
+        self,
+        snapshot: _Snapshot,
+        ranked: _Ranked,
+        ranker: LearnedRanker | None,
+        orders: bool,
+        sentences: int,
+        depth: int,
+    ) -> tuple[list[tuple[int, float]], float | None, list[int]]:
+        """Fused (position, score) best first; with the learned ranker also the probability that its
+        best candidate serves the request, and its order (when it `orders`; else weighted RRF
+        orders, and the ranker only judges the match).
+
+        The ranker orders the zero-shot signals' candidates; that order then joins the learned
+        signals (the intent vote, the expansion field) in weighted RRF with the weight of the
+        signals it replaces, so learning from use keeps the say it had. Without learned signals
+        the order is the ranker's own."""
+        settings = self.settings
+        if ranker is None:
+            return ranked.fuse(settings.weights, settings.rrf_k), None, []
+        candidates = _candidates(snapshot, ranked, ranker.signals, sentences, depth)
+        if not len(candidates):
+            return [], None, []
+        probabilities, served = ranker.scored(candidates)
+        if not orders:
+            return ranked.fuse(settings.weights, settings.rrf_k), served, []
+        learned = candidates.positions[np.argsort(-probabilities, kind="stable")].tolist()
+        rankings = {LEARNED: learned} | {n: ranked.positions[n] for n in LEARNED_SIGNALS if n in ranked.positions}
+        # The ranker stands in for the signals that listed candidates: their weights are its weight.
+        weights = {LEARNED: sum(settings.weights.get(n, 0.0) for n in ranker.signals if ranked.positions.get(n))}
+        weights |= {n: settings.weights.get(n, 0.0) * ranked.weight_scale.get(n, 1.0) for n in LEARNED_SIGNALS}
+        return weighted_rrf(rankings, weights, k=settings.rrf_k), served, learned
+
+    def candidates(
+        self, query: str, *, depth: int | None = None, servers: Collection[str] | None = None
+    ) -> Candidates | None:
+        """What the learned ranker reads for `query` (the whole request), or None while a signal it
+        needs is not ready; fitting the ranker replays these (`toolscout.training.ranker_fit`)."""
+        snapshot = self._snapshot
+        signals = _ready_signals(snapshot)
+        text = query.strip()
+        if not text or not snapshot.tools or not all(name in signals for name in RANKER_SIGNALS):
+            return None
+        depth = depth or self.settings.candidates
+        parts = request_parts(text) if self.settings.sentence_weight > 0 else []
+        vectors = self._encode(snapshot, parts) if parts else None
+        whole = mean_direction(vectors) if vectors is not None else None
+        ranked = self._rankings(snapshot, signals, text, depth, servers, whole)
+        return _candidates(snapshot, ranked, RANKER_SIGNALS, max(len(parts), 1), depth)
 
     def _adjusted(
         self,
@@ -368,16 +447,18 @@ class ToolSearch:
         request = Query(text=text, tokens=tuple(tokenize(text, stem=self.settings.stem)), embedding=embedding)
         allowed = np.isin(snapshot.servers, list(servers)) if servers is not None else None
         positions: dict[str, list[int]] = {}
+        scores: dict[str, np.ndarray] = {}
         scale: dict[str, float] = {}
         for name, signal in signals.items():
             answer = signal(request)
+            scores[name] = answer.scores
             positions[name] = _top(answer.scores, allowed, depth)
             if answer.confidence is not None:
                 # A signal that reports its confidence is the intent vote. Both learned signals
                 # read the same past requests: when none is close to this query, neither is
                 # trusted (the zero-shot signals decide).
                 scale = dict.fromkeys(LEARNED_SIGNALS, answer.confidence)
-        return _Ranked(positions, scale)
+        return _Ranked(positions, scale, scores, request.tokens, allowed)
 
     def _encode(self, snapshot: _Snapshot, texts: Sequence[str]) -> np.ndarray | None:
         """Embeddings of `texts` when an embedding signal is ready, else None."""
@@ -393,6 +474,42 @@ class ToolSearch:
         if self._embedder.error is not None:
             return f"semantic search is unavailable ({self._embedder.error}); results use keyword signals only"
         return None if snapshot.embedded else PENDING_NOTICE
+
+
+def _candidates(
+    snapshot: _Snapshot, ranked: _Ranked, signals: Sequence[str], sentences: int, depth: int
+) -> Candidates:
+    """The union of `signals`' top candidates, with everything `search.ranker` reads about them."""
+    positions = np.fromiter(
+        dict.fromkeys(p for name in signals for p in ranked.positions.get(name, ())), dtype=np.int64
+    )
+    ranks, scores, best = {}, {}, {}
+    for name in signals:
+        column = np.full(len(snapshot.tools), np.inf)
+        listed = ranked.positions.get(name, [])
+        column[listed] = np.arange(1, len(listed) + 1)
+        ranks[name] = column[positions]
+        all_scores = ranked.scores[name]
+        scores[name] = all_scores[positions]
+        best[name] = float(all_scores[listed[0]]) if listed else 0.0
+    cosines = ranked.scores["dense"] if ranked.allowed is None else ranked.scores["dense"][ranked.allowed]
+    top = -np.partition(-cosines, min(GAP_RANK, cosines.size) - 1)[:GAP_RANK] if cosines.size else np.zeros(1)
+    words = frozenset(ranked.tokens)
+    names = [snapshot.name_words[p] for p in positions]
+    return Candidates(
+        positions=positions,
+        ids=tuple(snapshot.tools[p].id for p in positions),
+        ranks=ranks,
+        scores=scores,
+        best=best,
+        dense_gap=float(top.max() - top.min()),
+        name_shared=np.array([len(words & name) for name in names], dtype=np.float64),
+        name_words=np.array([len(name) for name in names], dtype=np.float64),
+        query_words=len(words),
+        sentences=sentences,
+        catalog=int(ranked.allowed.sum()) if ranked.allowed is not None else len(snapshot.tools),
+        depth=depth,
+    )
 
 
 def _ready_signals(snapshot: _Snapshot) -> dict[str, _Signal]:

@@ -1,15 +1,23 @@
-"""Weighted Reciprocal Rank Fusion: ranks from several signals into one order, scores never mixed.
+"""How ranks from several signals become one order: weighted RRF, or the learned ranker when it can run.
 
-Each signal contributes weight / (k + rank) for every item it ranked (rank 1 is its best). Items
-no signal ranked get nothing. Larger `k` flattens the difference between top and lower ranks.
+Weighted Reciprocal Rank Fusion: each signal contributes weight / (k + rank) for every item it
+ranked (rank 1 is its best). Items no signal ranked get nothing. Larger `k` flattens the
+difference between top and lower ranks. It is the fallback of the learned ranker
+(`toolscout.search.ranker`), which `Fusion` loads beside the embedding model and hands to the
+engine only when it can run; `Fusion.ranker` also says, for `--explain`, what decided.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+import threading
+from collections.abc import Collection, Hashable, Mapping, Sequence
+from pathlib import Path
 from typing import TypeVar
 
-__all__ = ["weighted_rrf"]
+from toolscout.search.ranker import FEATURE_NAMES, LearnedRanker, load_ranker
+from toolscout.search.settings import SearchSettings
+
+__all__ = ["Fusion", "weighted_rrf"]
 
 Item = TypeVar("Item", bound=Hashable)
 
@@ -28,3 +36,52 @@ def weighted_rrf(
         for rank, item in enumerate(ranking, start=1):
             scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda pair: -pair[1])
+
+
+class Fusion:
+    """Which fusion a search uses, and why: the learned ranker beside the settings' model, else weighted RRF."""
+
+    def __init__(self, settings: SearchSettings) -> None:
+        self.settings = settings
+        self._loaded: tuple[LearnedRanker | None, str] | None = None
+        self._lock = threading.Lock()
+
+    def ranker(self, ready: Collection[str], model_id: str | None) -> tuple[LearnedRanker | None, str]:
+        """The learned ranker when every signal it reads is `ready` and it was fitted for the model
+        `model_id` names (the encoder's id, with its file's sha256), else None; and what decides."""
+        if "dense" not in ready:  # no model, or its vectors are not ready yet
+            return None, "weighted RRF (the learned ranker needs the dense signal)"
+        ranker, reason = self._load()
+        if ranker is None:
+            return None, f"weighted RRF ({reason})"
+        if ranker.model_digest and f"sha256:{ranker.model_digest[:16]}" not in (model_id or ""):
+            return None, "weighted RRF (the learned ranker was fitted for another embedding model)"
+        off = [name for name in ranker.signals if name not in ready]
+        if off:
+            return None, f"weighted RRF (the learned ranker needs {', '.join(off)})"
+        unknown = [name for name in ranker.features if name not in FEATURE_NAMES]
+        if unknown:
+            return None, f"weighted RRF (the learned ranker reads {', '.join(unknown)}, which this search lacks)"
+        return ranker, reason
+
+    def _load(self) -> tuple[LearnedRanker | None, str]:
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = _load(self.settings)
+            return self._loaded
+
+
+def _load(settings: SearchSettings) -> tuple[LearnedRanker | None, str]:
+    if settings.ranker_file is not None:
+        path = Path(settings.ranker_file)
+        return load_ranker(path.parent, path.name)
+    from toolscout.errors import ConfigError
+    from toolscout.index.model_files import resolve_model
+
+    try:
+        location = resolve_model(settings.model)
+    except ConfigError as exc:
+        return None, str(exc)
+    if location is None:
+        return None, "no embedding model"
+    return load_ranker(location.folder)

@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_INTENT_NEIGHBOURS",
     "DEFAULT_RRF_K",
     "DEFAULT_WEIGHTS",
+    "FUSIONS",
     "LEARNED_SIGNALS",
     "LEXICAL_SIGNALS",
     "RERANK_MODES",
@@ -42,6 +43,7 @@ __all__ = [
     "parse_weights",
 ]
 
+FUSIONS = ("learned", "rrf")
 SIGNALS = ("bm25_name", "bm25_description", "bm25_expansion", "tfidf", "dense", "intent")
 LEXICAL_SIGNALS = ("bm25_name", "bm25_description", "bm25_expansion", "tfidf")
 # Signals fed by example requests (the expansion field and the intent vote): with examples, their
@@ -132,6 +134,15 @@ class SearchSettings:
     # every set measured (reordering lost 0.07 top-1 on etom_mcp).
     rerank_mode: str = "blend"
     rerank_weight: float = 1.0
+    # "learned": the learned ranker beside the embedding model decides the order when it can run
+    # (toolscout.search.ranker), weighted RRF otherwise; "rrf": weighted RRF orders, and the ranker
+    # (where it can run) only judges the match for the weak-match notice. "rrf" stays the default
+    # while the shipped ranker loses on API-style requests: measured on the dev sets
+    # (docs/benchmarks.md, "Learned fusion"), it raises everyday top-1 0.843 -> 0.885 and bundled
+    # 0.495 -> 0.611 but costs toolbench_stb and toollens_train 0.09-0.11 MRR@10.
+    fusion: str = "rrf"
+    # A ranker.json to use instead of the one beside the model (fitting and evaluating rankers).
+    ranker_file: Path | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.weights) - set(SIGNALS))
@@ -147,6 +158,8 @@ class SearchSettings:
             raise ValueError(f"rerank_mode must be one of {', '.join(RERANK_MODES)}, got {self.rerank_mode!r}")
         if self.rerank_depth < 1 or self.rerank_weight < 0:
             raise ValueError("rerank_depth must be >= 1 and rerank_weight >= 0")
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {self.fusion!r}")
         if not 0 <= self.intent_full_vote <= 1:
             raise ValueError(f"intent_full_vote must be between 0 and 1, got {self.intent_full_vote}")
 

@@ -1,0 +1,283 @@
+"""A fusion learned per request: one small model scores each candidate from what the signals said.
+
+Weighted RRF gives each signal the same say on every request, so two lexical signals agreeing on
+one shared word outvote a dense signal that is right ("make the header row bold" -> an excel tool
+sharing "row"). The learned ranker reads, for every candidate of the zero-shot signals, each
+signal's rank and score, the score's margin to that signal's best, the dense cosine, how many
+query words the tool's name shares, and the request's length, sentence count and catalog size,
+and scores it with a logistic model: how likely this tool serves this request. A second small
+logistic model reads the best candidate's features (and the ranker's logit of it) and says how
+likely it is that anything in the catalog serves the request: what the weak-match notice reads
+(`MatchStrength.probability`), whichever fusion orders the hits.
+
+The model is a small JSON file, `ranker.json`, beside the embedding model it was fitted for
+(never pickle: coefficients, feature means and scales, the match model and the weak-match
+threshold chosen with it, the model's digest). `toolscout.search.engine` loads it with the model and falls back to weighted
+RRF, saying why, when it cannot run: no file, a file for another model, a signal it reads is off.
+A later score (e.g. a cross-encoder's) joins as one more column: `Candidates.extra` carries it,
+and a ranker fitted with it lists it among its features; one fitted without it ignores it.
+Fitting: `toolscout.training.ranker_fit`. No MCP.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolscout.errors import ConfigError
+
+__all__ = [
+    "FEATURE_NAMES",
+    "FORMAT",
+    "RANKER_FILE",
+    "RANKER_SIGNALS",
+    "RRF_K",
+    "VERSION",
+    "Candidates",
+    "LearnedRanker",
+    "Linear",
+    "RANKER_LOGIT",
+    "feature_columns",
+    "feature_matrix",
+    "load_ranker",
+]
+
+log = logging.getLogger(__name__)
+
+RANKER_FILE = "ranker.json"
+FORMAT = "toolscout-ranker"
+VERSION = 1
+# The zero-shot signals the ranker reads (the learned ones, fed by past requests, join on top).
+RANKER_SIGNALS = ("bm25_description", "tfidf", "dense")
+LEXICAL = ("bm25_description", "tfidf")
+# The reciprocal-rank feature's k: the engine's RRF k, so the old fusion is one weight vector away.
+RRF_K = 5.0
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What the signals said about one request's candidates: the raw material of the features.
+
+    `positions` are catalog positions, in the order the signals first listed them; every
+    per-candidate array is aligned with them."""
+
+    positions: np.ndarray  # [n] int
+    ids: tuple[str, ...]
+    # Per signal: 1-based rank among its top `depth` (inf where it did not list the candidate) and
+    # its raw score of the candidate (-inf where it did not retrieve it at all).
+    ranks: Mapping[str, np.ndarray]
+    scores: Mapping[str, np.ndarray]
+    # Per signal: its best score among the tools the request may return.
+    best: Mapping[str, float]
+    # The best dense cosine minus the tenth best (or the last, in a smaller catalog).
+    dense_gap: float
+    name_shared: np.ndarray  # [n] query words (stemmed) in the tool's name
+    name_words: np.ndarray  # [n] words in the tool's name
+    query_words: int
+    sentences: int
+    catalog: int  # tools the request may return
+    depth: int
+    # Optional columns computed elsewhere, e.g. {"reranker": scores}.
+    extra: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+
+def _names() -> tuple[str, ...]:
+    per_signal = {s: ("rrf", "log_rank", "first", *(() if s == "dense" else ("ratio", "best"))) for s in RANKER_SIGNALS}
+    return (
+        *(f"{s}_{suffix}" for s, suffixes in per_signal.items() for suffix in suffixes),
+        "dense_cosine", "dense_margin", "dense_best", "dense_gap", "signals_first", "signals_top5",
+        "name_shared", "name_share", "query_share", "query_words", "sentences", "catalog",
+    )
+
+
+# Every column `feature_columns` computes without optional ones (`Candidates.extra`).
+FEATURE_NAMES = _names()
+
+
+def feature_columns(c: Candidates) -> dict[str, np.ndarray]:
+    """Every feature the ranker may read, by name, one value per candidate (float64)."""
+    n = len(c)
+    columns: dict[str, np.ndarray] = {}
+    missing_rank = 2.0 * c.depth
+    top1 = np.zeros(n)
+    top5 = np.zeros(n)
+    for s in RANKER_SIGNALS:
+        ranks = np.asarray(c.ranks.get(s, np.full(n, np.inf)), dtype=np.float64)
+        listed = np.isfinite(ranks)
+        columns[f"{s}_rrf"] = np.where(listed, 1.0 / (RRF_K + np.where(listed, ranks, 0.0)), 0.0)
+        columns[f"{s}_log_rank"] = np.log(np.where(listed, ranks, missing_rank))
+        columns[f"{s}_first"] = (ranks == 1).astype(np.float64)
+        top1 += ranks == 1
+        top5 += ranks <= 5
+        raw = np.asarray(c.scores.get(s, np.full(n, -np.inf)), dtype=np.float64)
+        best = float(c.best.get(s, 0.0))
+        if s == "dense":
+            cosine = np.where(np.isfinite(raw), raw, 0.0)
+            columns["dense_cosine"] = cosine
+            columns["dense_margin"] = best - cosine
+            columns["dense_best"] = np.full(n, best)
+            columns["dense_gap"] = np.full(n, c.dense_gap)
+        else:
+            score = np.where(np.isfinite(raw), np.maximum(raw, 0.0), 0.0)
+            columns[f"{s}_ratio"] = score / best if best > 0 else np.zeros(n)
+            columns[f"{s}_best"] = np.full(n, math.log1p(max(best, 0.0)))
+    columns["signals_first"] = top1
+    columns["signals_top5"] = top5
+    shared = np.asarray(c.name_shared, dtype=np.float64)
+    columns["name_shared"] = shared
+    columns["name_share"] = shared / np.maximum(np.asarray(c.name_words, dtype=np.float64), 1.0)
+    columns["query_share"] = shared / max(c.query_words, 1)
+    columns["query_words"] = np.full(n, math.log1p(c.query_words))
+    columns["sentences"] = np.full(n, float(min(c.sentences, 8)))
+    columns["catalog"] = np.full(n, math.log1p(c.catalog))
+    for name, values in c.extra.items():
+        columns[name] = np.asarray(values, dtype=np.float64)
+    return columns
+
+
+@dataclass(frozen=True)
+class Linear:
+    """A logistic model over named features, standardised: what both parts of a ranker file are."""
+
+    features: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    coefficients: np.ndarray
+    intercept: float
+
+    def probabilities(self, matrix: np.ndarray) -> np.ndarray:
+        logits = ((matrix - self.mean) / self.scale) @ self.coefficients + self.intercept
+        return 1.0 / (1.0 + np.exp(-logits))
+
+    def as_json(self) -> dict[str, Any]:
+        return {"features": list(self.features), "mean": [float(v) for v in self.mean],
+                "scale": [float(v) for v in self.scale], "coefficients": [float(v) for v in self.coefficients],
+                "intercept": float(self.intercept)}
+
+    @classmethod
+    def from_json(cls, document: Any, origin: str) -> Linear:
+        try:
+            features = tuple(str(name) for name in document["features"])
+            arrays = [np.asarray(document[key], dtype=np.float64) for key in ("mean", "scale", "coefficients")]
+            intercept = float(document["intercept"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"{origin} is malformed: {exc}") from None
+        if any(a.shape != (len(features),) for a in arrays) or not np.all(arrays[1] > 0):
+            raise ConfigError(f"{origin} is malformed: mean, scale and coefficients need one value per feature")
+        return cls(features, *arrays, intercept=intercept)
+
+
+# The weak-match model reads the best candidate's features and this one: the ranker's logit of it.
+RANKER_LOGIT = "ranker_logit"
+
+
+@dataclass(frozen=True)
+class LearnedRanker:
+    """A logistic model over `feature_columns`: P(candidate serves the request)."""
+
+    ranking: Linear
+    # A request whose best candidate's probability is below this gets the weak-match notice.
+    weak_below: float | None = None
+    # sha256 (hex prefix) of the embedding model file it was fitted for; None: any model.
+    model_digest: str | None = None
+    # Free-form provenance written by the fitting code (data, sizes, scores); shown, never read.
+    about: Mapping[str, Any] = field(default_factory=dict)
+    signals: tuple[str, ...] = RANKER_SIGNALS
+    # P(some tool of the catalog serves the request), from the best candidate's features; what the
+    # weak-match notice reads. None: the best candidate's probability stands in for it.
+    match: Linear | None = None
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        return self.ranking.features
+
+    def probabilities(self, candidates: Candidates) -> np.ndarray:
+        return self.scored(candidates)[0]
+
+    def scored(self, candidates: Candidates) -> tuple[np.ndarray, float]:
+        """Each candidate's probability of serving the request, and the probability that the best
+        one does (the match model's, else the best candidate's own)."""
+        if not len(candidates):
+            return np.zeros(0), 0.0
+        columns = feature_columns(candidates)
+        missing = [name for name in self.features if name not in columns]
+        if missing:
+            raise ConfigError(f"ranker reads feature(s) this request lacks: {', '.join(missing)}")
+        probabilities = self.probabilities_of(feature_matrix(columns, self.features))
+        best = int(np.argmax(probabilities))
+        if self.match is None:
+            return probabilities, float(probabilities[best])
+        p = float(np.clip(probabilities[best], 1e-12, 1 - 1e-12))
+        row = {name: values[best : best + 1] for name, values in columns.items()}
+        row[RANKER_LOGIT] = np.array([math.log(p / (1 - p))])
+        return probabilities, float(self.match.probabilities(feature_matrix(row, self.match.features))[0])
+
+    def probabilities_of(self, matrix: np.ndarray) -> np.ndarray:
+        return self.ranking.probabilities(matrix) if len(matrix) else np.zeros(0)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "kind": "logistic",
+            "signals": list(self.signals),
+            **self.ranking.as_json(),
+            "weak_match": {"max_probability_below": self.weak_below,
+                           "model": None if self.match is None else self.match.as_json()},
+            "model_sha256": self.model_digest,
+            "about": dict(self.about),
+        }
+
+    def write(self, path: Path) -> None:
+        # Whole or not at all: an engine loading it meanwhile never reads half a file.
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(json.dumps(self.as_json(), indent=1) + "\n", encoding="utf-8")
+        partial.replace(path)
+
+    @classmethod
+    def from_json(cls, document: Any, origin: str = "ranker file") -> LearnedRanker:
+        if not isinstance(document, dict) or document.get("format") != FORMAT:
+            raise ConfigError(f"{origin} is not a {FORMAT} file")
+        if document.get("version") != VERSION or document.get("kind") != "logistic":
+            raise ConfigError(f"{origin} is version {document.get('version')!r} ({document.get('kind')!r}); "
+                              f"this toolscout reads version {VERSION} (logistic): refit it with train-ranker")
+        ranking = Linear.from_json(document, origin)
+        try:
+            weak_match = document.get("weak_match") or {}
+            weak = weak_match.get("max_probability_below")
+            match = weak_match.get("model")
+            signals = tuple(str(name) for name in document.get("signals", RANKER_SIGNALS))
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise ConfigError(f"{origin} is malformed: {exc}") from None
+        digest = document.get("model_sha256")
+        return cls(ranking, weak_below=None if weak is None else float(weak),
+                   model_digest=str(digest) if digest else None, about=document.get("about") or {}, signals=signals,
+                   match=None if match is None else Linear.from_json(match, f"{origin} (weak_match model)"))
+
+
+def load_ranker(folder: Path, name: str = RANKER_FILE) -> tuple[LearnedRanker | None, str]:
+    """The ranker file in `folder` (beside a model), or None and why not (for `--explain` and the log)."""
+    path = folder / name
+    if not path.is_file():
+        return None, f"no {name} beside the embedding model"
+    try:
+        ranker = LearnedRanker.from_json(json.loads(path.read_text(encoding="utf-8")), str(path))
+    except (OSError, ValueError, ConfigError) as exc:
+        log.warning("learned ranker not used: %s", exc)
+        return None, f"{name} unusable ({exc})"
+    return ranker, f"learned ranker ({name}, {len(ranker.features)} features)"
+
+
+def feature_matrix(columns: Mapping[str, np.ndarray], features: Sequence[str]) -> np.ndarray:
+    """The feature matrix [candidates, features] of `columns` in the ranker's order."""
+    return np.stack([columns[name] for name in features], axis=1)

@@ -1,0 +1,335 @@
+"""Fitting the learned ranker (`toolscout.search.ranker`) on training requests, never on dev sets.
+
+    python -m toolscout.training.ranker_fit --train ../shared/train --model bundled \
+        --out src/toolscout/index/model/ranker.json [--cache runs/ranker]
+
+Catalogs of several sizes (5 to 4,000 tools) are drawn per source from the training folder: a
+source's requests with their tools, filled with other tools of that source and then with tool-use
+tools of other sources (never another everyday source's, whose weather, alarm and music tools
+would serve the same request unlabelled). Each catalog also gets requests of its source whose tools
+it lacks, so the probability learns what "nothing here serves it" looks like (the weak-match
+notice reads it). The engine's own candidate lists for every request (`ToolSearch.candidates`)
+are extracted once per model and cached under `--cache`; the logistic model is then fitted on
+them, each request weighing the same. The weak-match threshold is chosen on the dev sets
+(benchmarks/weak_match.py) and written into the same file. Progress on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import logging
+import pickle
+import random
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from toolscout.catalog import ToolRecord
+from toolscout.search.ranker import RANKER_LOGIT, Candidates, LearnedRanker, Linear, feature_columns, feature_matrix
+
+__all__ = [
+    "EVERYDAY_SOURCES",
+    "FEATURES",
+    "MATCH_FEATURES",
+    "RANKER_SOURCES",
+    "SIZES",
+    "TRAIN_SIZES",
+    "Catalog",
+    "Example",
+    "design",
+    "extract",
+    "fit",
+    "fit_match",
+    "model_digest",
+    "ranking_scores",
+    "sample_catalogs",
+]
+
+log = logging.getLogger("toolscout.ranker_fit")
+
+# Everyday sources whose licence puts no condition on a trained model (CC BY, CC0, MIT, BSD).
+EVERYDAY_SOURCES = ("clinc150", "hwu64", "snips", "ha_intents", "star", "thingpedia")
+SIZES = (5, 20, 100, 500, 2000, 4000)
+# Training catalogs stop at 2,000 tools (the dev sets check up to 4,000): every tool of a catalog
+# is embedded, and 2 cores embed a few per second.
+TRAIN_SIZES = SIZES[:-1]
+# Filler tools: a fixed sample of the tool-use tools, and of each source's own.
+POOL = 2000
+OWN_POOL = 200
+# The features the shipped ranker reads (all of `feature_columns` without optional columns).
+FEATURES = (
+    "bm25_description_rrf", "bm25_description_log_rank", "bm25_description_first", "bm25_description_ratio",
+    "bm25_description_best", "tfidf_rrf", "tfidf_log_rank", "tfidf_first", "tfidf_ratio", "tfidf_best",
+    "dense_rrf", "dense_log_rank", "dense_first", "dense_cosine", "dense_margin", "dense_best", "dense_gap",
+    "signals_first", "signals_top5", "name_shared", "name_share", "query_share", "query_words", "sentences",
+    "catalog",
+)
+# What the weak-match model reads of the best candidate (and the ranker's logit of it).
+MATCH_FEATURES = (
+    "dense_cosine", "dense_best", "dense_gap", "bm25_description_ratio", "bm25_description_best", "tfidf_ratio",
+    "tfidf_best", "signals_first", "signals_top5", "name_share", "query_share", "query_words", "sentences",
+    "catalog", RANKER_LOGIT,
+)
+
+
+def _ranker_sources() -> tuple[str, ...]:
+    from toolscout.training.data import LICENSED_SOURCES
+
+    return (*LICENSED_SOURCES, *EVERYDAY_SOURCES)
+
+
+RANKER_SOURCES = _ranker_sources()
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """One sampled catalog and the requests searched on it (answers: ids that serve each; empty: none)."""
+
+    name: str
+    tools: tuple[ToolRecord, ...]
+    requests: tuple[tuple[str, frozenset[str]], ...]
+
+
+@dataclass(frozen=True)
+class Example:
+    """One request's candidates as the engine listed them, and which of them serve it."""
+
+    catalog: str
+    text: str
+    candidates: Candidates
+    labels: np.ndarray  # [candidates] bool
+    feasible: bool  # some tool of the catalog serves it
+
+
+def sample_catalogs(
+    folder: Path,
+    sources: Sequence[str] = RANKER_SOURCES,
+    sizes: Sequence[int] = TRAIN_SIZES,
+    feasible: int = 80,
+    infeasible: int = 20,
+    seed: int = 0,
+) -> list[Catalog]:
+    """Per source and size, one catalog with up to `feasible` served and `infeasible` unserved requests."""
+    from toolscout.training.data import load_training_folder
+
+    # Every source is read (a request may name another source's tool as an alternative), then
+    # only `sources`' requests and tools are kept.
+    data = load_training_folder(folder, sorted(set(_all_sources(folder))))
+    wanted = set(sources)
+    rng = random.Random(seed)
+    by_source: dict[str, list] = defaultdict(list)
+    for request in data.requests:
+        kept = tuple(t for t in request.tools if data.tool_source.get(t) in wanted)
+        if request.source in wanted and kept:
+            by_source[request.source].append(dataclasses.replace(request, tools=kept))
+    tools_of: dict[str, list[str]] = defaultdict(list)
+    for tool_id, source in data.tool_source.items():
+        if tool_id in data.tools and source in wanted:
+            tools_of[source].append(tool_id)
+    # Fillers come from fixed pools, so the catalogs share most tools and each is embedded once.
+    tool_use = rng.sample(sorted(t for s in sources if s not in EVERYDAY_SOURCES for t in tools_of[s]), POOL)
+    for source in tools_of:
+        # A source's own pool: the tools of some of its requests (about OWN_POOL), and only the
+        # requests served inside it are asked.
+        requests = sorted(by_source[source], key=lambda r: (r.text, r.tools))
+        rng.shuffle(requests)
+        own: dict[str, None] = {}
+        for request in requests:
+            if len(own) + len(request.tools) <= OWN_POOL:
+                own.update(dict.fromkeys(request.tools))
+        tools_of[source] = list(own)
+        by_source[source] = [r for r in requests if set(r.tools) <= own.keys()]
+    catalogs = []
+    for source in sources:
+        requests = list(by_source[source])
+        if not requests:
+            continue
+        for size in sizes:
+            rng.shuffle(requests)
+            chosen: dict[str, None] = {}
+            for request in requests[:feasible]:  # served requests' tools take up to 60% of the catalog
+                if len(chosen) + len(request.tools) <= max(1, int(0.6 * size)):
+                    chosen.update(dict.fromkeys(request.tools))
+            for pool in (tools_of[source], tool_use):
+                extra = [t for t in rng.sample(pool, min(len(pool), 2 * size)) if t not in chosen]
+                chosen.update(dict.fromkeys(extra[: max(0, size - len(chosen))]))
+            ids = set(chosen)
+            served = [(r.text, frozenset(r.tools)) for r in requests if set(r.tools) <= ids][:feasible]
+            unserved = [(r.text, frozenset()) for r in requests if not set(r.tools) & ids][:infeasible]
+            catalogs.append(Catalog(f"{source}@{size}", tuple(data.tools[t] for t in chosen), tuple(served + unserved)))
+    return catalogs
+
+
+def _all_sources(folder: Path) -> set[str]:
+    import json
+
+    with (folder / "tools.jsonl").open(encoding="utf-8") as lines:
+        return {json.loads(line).get("source", "") for line in lines if line.strip()}
+
+
+def model_digest(model: str) -> str:
+    """sha256 of the embedding model's file (what a ranker is fitted for)."""
+    from toolscout.index.model_files import file_digest, resolve_model
+
+    location = resolve_model(model)
+    assert location is not None, "the learned ranker needs an embedding model"
+    source = location.onnx_file or location.weights_file
+    assert source is not None, f"model {model} has no ONNX or weights file"
+    return file_digest(source)
+
+
+def extract(
+    model: str, catalogs: Sequence[Catalog], cache: Path | None, progress: Callable[[str], None] | None = None
+) -> list[Example]:
+    """The engine's candidates for every request of every catalog, read from `cache` when it has them."""
+    from toolscout.search import SearchSettings, ToolSearch
+
+    key = _key(catalogs)
+    path = None
+    if cache is not None:
+        path = cache / model_digest(model)[:12] / f"{key[:16]}.pkl"
+        if path.is_file():
+            with path.open("rb") as stream:  # our own cache, written just below
+                return pickle.load(stream)
+    settings = SearchSettings(model=model, fusion="rrf")
+    examples = []
+    for number, catalog in enumerate(catalogs, start=1):
+        engine = ToolSearch(settings)
+        engine.index(catalog.tools)
+        engine.complete()
+        for text, answers in catalog.requests:
+            candidates = engine.candidates(text)
+            if candidates is None:
+                continue
+            labels = np.array([tool_id in answers for tool_id in candidates.ids], dtype=bool)
+            examples.append(Example(catalog.name, text, candidates, labels, bool(answers)))
+        if progress is not None:
+            progress(f"{number}/{len(catalogs)} catalogs ({catalog.name}, {len(catalog.tools)} tools): "
+                     f"{len(examples)} requests")
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as stream:
+            pickle.dump(examples, stream)
+    return examples
+
+
+def _key(catalogs: Sequence[Catalog]) -> str:
+    """The same catalogs give the same key in every process (sets are sorted: their order is not)."""
+    rows = [(c.name, [t.id for t in c.tools], [(text, sorted(answers)) for text, answers in c.requests]) for c in catalogs]
+    return hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
+def design(examples: Sequence[Example], features: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Stacked feature rows, labels, sample weights (each request weighs 1) and each row's request."""
+    rows, labels, weights, owner = [], [], [], []
+    for number, example in enumerate(examples):
+        n = len(example.candidates)
+        if not n:
+            continue
+        rows.append(feature_matrix(feature_columns(example.candidates), features))
+        labels.append(example.labels)
+        weights.append(np.full(n, 1.0 / n))
+        owner.append(np.full(n, number))
+    return np.concatenate(rows), np.concatenate(labels), np.concatenate(weights), np.concatenate(owner)
+
+
+def fit(examples: Sequence[Example], features: Sequence[str] = FEATURES, c: float = 1.0,
+        about: dict | None = None, digest: str | None = None) -> LearnedRanker:
+    """A logistic model over the candidates' features, each request weighing the same."""
+    from sklearn.linear_model import LogisticRegression
+
+    matrix, labels, weights, _ = design(examples, features)
+    mean = matrix.mean(axis=0)
+    scale = matrix.std(axis=0)
+    scale = np.where(scale > 1e-9, scale, 1.0)
+    # Positives are few (one or two of ~100 candidates): weigh them up to balance the classes.
+    balance = np.where(labels, (~labels).sum() / max(labels.sum(), 1), 1.0)
+    model = LogisticRegression(C=c, max_iter=2000)
+    model.fit((matrix - mean) / scale, labels, sample_weight=weights * balance * len(examples) / weights.sum())
+    ranking = Linear(tuple(features), mean, scale, model.coef_[0].astype(np.float64), float(model.intercept_[0]))
+    return LearnedRanker(ranking, model_digest=digest, about=about or {})
+
+
+def fit_match(examples: Sequence[Example], ranker: LearnedRanker, features: Sequence[str] = MATCH_FEATURES,
+              c: float = 1.0) -> Linear:
+    """The weak-match model: P(some tool of the catalog serves the request) from the ranker's best
+    candidate, fitted on served and unserved training requests (each class weighing the same)."""
+    from sklearn.linear_model import LogisticRegression
+
+    rows, labels = [], []
+    for example in examples:
+        if not len(example.candidates):
+            continue
+        columns = feature_columns(example.candidates)
+        probabilities = ranker.probabilities_of(feature_matrix(columns, ranker.features))
+        best = int(np.argmax(probabilities))
+        p = float(np.clip(probabilities[best], 1e-12, 1 - 1e-12))
+        row = {name: values[best : best + 1] for name, values in columns.items()}
+        row[RANKER_LOGIT] = np.array([np.log(p / (1 - p))])
+        rows.append(feature_matrix(row, features)[0])
+        labels.append(example.feasible)
+    matrix, target = np.array(rows), np.array(labels)
+    mean, scale = matrix.mean(axis=0), matrix.std(axis=0)
+    scale = np.where(scale > 1e-9, scale, 1.0)
+    model = LogisticRegression(C=c, max_iter=2000, class_weight="balanced").fit((matrix - mean) / scale, target)
+    return Linear(tuple(features), mean, scale, model.coef_[0].astype(np.float64), float(model.intercept_[0]))
+
+
+def ranking_scores(ranker: LearnedRanker, examples: Sequence[Example]) -> dict[str, float]:
+    """Top-1, Recall@5 and MRR@10 of the ranker's order over feasible examples (replay, no sentence bonus)."""
+    top1 = r5 = mrr = 0.0
+    served = [e for e in examples if e.feasible]
+    for example in served:
+        probabilities = ranker.probabilities(example.candidates)
+        order = np.argsort(-probabilities, kind="stable")
+        hits = np.flatnonzero(example.labels[order])
+        first = int(hits[0]) + 1 if hits.size else None
+        top1 += first == 1
+        r5 += first is not None and first <= 5
+        mrr += 1.0 / first if first is not None and first <= 10 else 0.0
+    n = max(len(served), 1)
+    return {"top1": top1 / n, "r5": r5 / n, "mrr": mrr / n, "n": len(served)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--train", type=Path, required=True, help="training folder (tools.jsonl, pairs.jsonl)")
+    parser.add_argument("--model", default="bundled", help="embedding model the ranker is fitted for")
+    parser.add_argument("--out", type=Path, required=True, help="where to write ranker.json")
+    parser.add_argument("--cache", type=Path, default=Path("runs/ranker"), help="candidate cache folder")
+    parser.add_argument("--c", type=float, default=1.0, help="inverse regularisation strength")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--weak-below", type=float, default=None,
+                        help="weak-match threshold to store (choose it with benchmarks/weak_match.py)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
+    catalogs = sample_catalogs(args.train, seed=args.seed)
+    log.info("%d catalogs, %d requests", len(catalogs), sum(len(c.requests) for c in catalogs))
+    examples = extract(args.model, catalogs, args.cache, log.info)
+    about = {
+        "trained_on": f"{args.train.name}: {len(examples)} requests on {len(catalogs)} catalogs of "
+                      f"{min(TRAIN_SIZES)}-{max(TRAIN_SIZES)} tools, sources {', '.join(RANKER_SOURCES)}; seed {args.seed}",
+        "c": args.c,
+    }
+    ranker = fit(examples, c=args.c, about=about, digest=model_digest(args.model)[:16])
+    ranker = dataclasses.replace(ranker, match=fit_match(examples, ranker))
+    if args.weak_below is not None:
+        ranker = dataclasses.replace(ranker, weak_below=args.weak_below)
+    log.info("training replay: %s", ranking_scores(ranker, examples))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    ranker.write(args.out)
+    log.info("wrote %s", args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    # Run as the importable module, so the cached examples unpickle wherever they are read.
+    from toolscout.training.ranker_fit import main as module_main
+
+    sys.exit(module_main())

@@ -1,0 +1,152 @@
+"""The learned fusion: a ranker file beside the model decides the order when it can run, weighted RRF
+when it cannot (and `fusion` says which and why); its probability drives the weak-match notice on
+catalogs of any size; the intent vote and exact names still act on top. The dense signal runs on a
+deterministic hashing encoder; rankers are written here with known coefficients."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from support.fake_encoder import HashingEncoder
+from test_search_engine import tool
+
+from toolscout.errors import ConfigError
+from toolscout.learning.examples import Example
+from toolscout.search import SearchSettings, ToolSearch
+from toolscout.index.model_files import BUNDLED_MODEL_DIR, file_digest
+from toolscout.search.ranker import FEATURE_NAMES, LearnedRanker, Linear, feature_columns, load_ranker
+
+CATALOG = [
+    tool("weather", "get_forecast", "Weather forecast for a city: rain, sun and temperature."),
+    tool("mail", "send_email", "Send an email message to a recipient."),
+    tool("files", "read_file", "Read the contents of a file on disk."),
+    tool("notes", "read_note", "Return the text of a note."),
+    tool("sheets", "format_range", "Format cells of a sheet: bold, colours, borders."),
+]
+
+
+def ranker(features: dict[str, float], intercept: float = 0.0, **fields) -> LearnedRanker:
+    n = len(features)
+    linear = Linear(tuple(features), np.zeros(n), np.ones(n), np.array(list(features.values())), intercept)
+    return LearnedRanker(linear, **fields)
+
+
+def engine_with(tmp_path: Path, learned: LearnedRanker | None, examples=(), **settings) -> ToolSearch:
+    path = tmp_path / "ranker.json"
+    if learned is not None:
+        learned.write(path)
+    settings = {"fusion": "learned", **settings}
+    engine = ToolSearch(SearchSettings(cache_dir=tmp_path / "cache", ranker_file=path, **settings),
+                        encoder=HashingEncoder(dimension=4096))
+    engine.index(CATALOG, examples=examples)
+    engine.complete()
+    return engine
+
+
+# Dense cosine alone, steep: the order is the dense signal's, and a request sharing no word with
+# any tool gets a low probability.
+BY_COSINE = ranker({"dense_cosine": 20.0}, intercept=-6.0, weak_below=0.5)
+
+
+def test_the_learned_ranker_decides_the_order_and_says_so(tmp_path: Path) -> None:
+    engine = engine_with(tmp_path, BY_COSINE)
+    response = engine.search("rain forecast for a city", limit=3)
+    assert response.fusion.startswith("learned ranker")
+    dense = [t.id for t in engine.rankings("rain forecast for a city", depth=5).rankings["dense"]]
+    assert [hit.tool.id for hit in response.hits] == dense[:3]
+    assert response.hits[0].ranks["learned"] == 1
+    assert response.match is not None and response.match.probability > 0.9 and not response.match.weak
+
+
+def test_the_opposite_ranker_reverses_it(tmp_path: Path) -> None:
+    # Proof that the ranker, not RRF, orders: a negative weight on the cosine puts the best last.
+    response = engine_with(tmp_path, ranker({"dense_cosine": -20.0})).search("rain forecast for a city", limit=5)
+    assert response.hits[-1].tool.id == "weather__get_forecast"
+
+
+def test_weak_match_reads_the_probability_even_on_a_catalog_of_five_tools(tmp_path: Path) -> None:
+    engine = engine_with(tmp_path, BY_COSINE)
+    weak = engine.search("book a flight to Paris", limit=3).match
+    assert weak is not None and weak.probability < 0.5 and weak.weak
+    assert not engine.search("send an email to bob", limit=3).match.weak
+
+
+def test_without_a_usable_ranker_weighted_rrf_decides_and_says_why(tmp_path: Path) -> None:
+    missing = engine_with(tmp_path, None).search("rain forecast", limit=2)
+    assert missing.fusion == "weighted RRF (no ranker.json beside the embedding model)"
+    other = engine_with(tmp_path, ranker({"dense_cosine": 1.0}, model_digest="0" * 16)).search("rain", limit=2)
+    assert other.fusion == "weighted RRF (the learned ranker was fitted for another embedding model)"
+    asked = engine_with(tmp_path, BY_COSINE, fusion="rrf").search("book a flight to Paris", limit=2)
+    assert asked.fusion == "weighted RRF (asked for; the learned ranker (ranker.json, 1 features) only judges the match)"
+    assert "learned" not in asked.hits[0].ranks
+    # The ranker still judges the match for the weak-match notice.
+    assert asked.match.probability is not None and asked.match.weak
+    off = engine_with(tmp_path, BY_COSINE, weights={"dense": 1.0, "bm25_description": 1.0}).search("rain", limit=2)
+    assert off.fusion == "weighted RRF (the learned ranker needs tfidf)"
+    keywords = engine_with(tmp_path, BY_COSINE, model=None).search("rain", limit=2)
+    assert keywords.fusion.startswith("weighted RRF") and keywords.hits
+
+
+def test_the_intent_vote_and_exact_names_act_on_top_of_it(tmp_path: Path) -> None:
+    examples = [Example("what did I jot down about the budget", ("notes__read_note",)),
+                Example("show my jotted reminders about the budget", ("notes__read_note",))]
+    engine = engine_with(tmp_path, BY_COSINE, examples=examples)
+    voted = engine.search("anything jotted about the budget", limit=2)
+    assert voted.fusion.startswith("learned ranker") and voted.hits[0].tool.id == "notes__read_note"
+    assert voted.hits[0].ranks["intent"] == 1
+    named = engine.search("use mail__send_email to tell bob about the rain forecast", limit=2)
+    assert named.hits[0].tool.id == "mail__send_email"
+
+
+def test_ranker_files_round_trip_and_bad_ones_are_refused_with_the_reason(tmp_path: Path) -> None:
+    path = tmp_path / "ranker.json"
+    BY_COSINE.write(path)
+    loaded, reason = load_ranker(tmp_path)
+    assert loaded is not None and loaded.features == BY_COSINE.features and loaded.weak_below == 0.5
+    assert reason == "learned ranker (ranker.json, 1 features)"
+    document = json.loads(path.read_text())
+    with pytest.raises(match="version 99"):
+        LearnedRanker.from_json({**document, "version": 99})
+    with pytest.raises(match="one value per feature"):
+        LearnedRanker.from_json({**document, "mean": [0.0, 1.0]})
+    path.write_text("{not json")
+    assert load_ranker(tmp_path)[0] is None and "unusable" in load_ranker(tmp_path)[1]
+
+
+def test_a_ranker_reading_a_column_this_search_lacks_falls_back(tmp_path: Path) -> None:
+    # A ranker fitted with an optional column (e.g. a reranker's score) cannot run without it.
+    response = engine_with(tmp_path, ranker({"reranker": 1.0})).search("rain", limit=2)
+    assert response.fusion == "weighted RRF (the learned ranker reads reranker, which this search lacks)"
+    assert response.hits
+
+
+def test_feature_names_are_what_the_columns_compute(tmp_path: Path) -> None:
+    engine = engine_with(tmp_path, None)
+    columns = feature_columns(engine.candidates("rain forecast for a city"))
+    assert tuple(columns) == FEATURE_NAMES
+    assert all(np.all(np.isfinite(values)) for values in columns.values())
+
+
+def test_a_weak_match_model_in_the_file_gives_the_probability_the_notice_reads(tmp_path: Path) -> None:
+    # P(something serves it) from the best candidate's cosine; the ranking part orders as before.
+    match = Linear(("dense_best", "ranker_logit"), np.zeros(2), np.ones(2), np.array([30.0, 0.0]), -9.0)
+    engine = engine_with(tmp_path, dataclasses.replace(BY_COSINE, match=match))
+    good, bad = engine.search("send an email message", limit=2), engine.search("book a flight to Paris", limit=2)
+    assert good.hits[0].tool.id == "mail__send_email" and good.match.probability > 0.9 and not good.match.weak
+    assert bad.match.probability < 0.5 and bad.match.weak
+    assert load_ranker(tmp_path)[0].match.features == match.features
+
+
+def test_a_shipped_ranker_is_fitted_for_the_shipped_model() -> None:
+    # A new model in the package needs its ranker refitted (python -m toolscout.training.ranker_fit,
+    # then benchmarks/weak_match.py --write): a stale ranker.json must not ship beside it.
+    if not (BUNDLED_MODEL_DIR / "ranker.json").exists():
+        pytest.skip("no ranker.json shipped beside the bundled model (weighted RRF and the cosine rule decide)")
+    shipped, reason = load_ranker(BUNDLED_MODEL_DIR)
+    assert shipped is not None, reason
+    assert file_digest(BUNDLED_MODEL_DIR / "model.onnx").startswith(shipped.model_digest)
+    assert shipped.weak_below is not None and shipped.match is not None
