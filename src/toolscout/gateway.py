@@ -46,6 +46,7 @@ from toolscout.search import SearchEngine, SearchResponse
 from toolscout.upstream.defaults import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_RESTARTS,
+    DEFAULT_RETRY_INTERVAL,
     DEFAULT_START_TIMEOUT,
     STABLE_UPTIME,
 )
@@ -107,6 +108,8 @@ class GatewayOptions:
     max_restarts: int = DEFAULT_MAX_RESTARTS
     # A session up at least this long is restarted at once when it ends (`toolscout.upstream.pool`).
     stable_uptime: float = STABLE_UPTIME
+    # After the fast restarts, how often an upstream is tried again; None: given up on instead.
+    retry_interval: float | None = DEFAULT_RETRY_INTERVAL
     limits: Limits = Limits()
 
 
@@ -221,6 +224,7 @@ class Gateway:
             call_timeout=options.call_timeout,
             max_restarts=options.max_restarts,
             stable_uptime=options.stable_uptime,
+            retry_interval=options.retry_interval,
             limits=options.limits,
             on_change=self._on_pool_change,
             on_notice=self._on_notice,
@@ -396,9 +400,34 @@ class Gateway:
             except Exception:  # noqa: BLE001 - a listener's failure must not stop re-indexing
                 logger.exception("offerings listener failed")
 
+    async def bring_up(self, server: str) -> bool:
+        """Try a down upstream now and wait until it is up and its tools are in the catalog.
+
+        Bounded by the start timeout (and the call timeout: a call waits for it). True if it is up
+        (at once, when it already was); also re-indexes when the upstream is up but the catalog
+        has not caught up with it yet (right after a reconnect).
+        """
+        upstream = self._pool.upstreams.get(server)
+        if upstream is None:
+            return False
+        from toolscout.upstream.status import State
+
+        with anyio.move_on_after(min(self.options.start_timeout, self.options.call_timeout)):
+            while upstream.state is not State.UP and not upstream.finished.is_set():
+                upstream.want()
+                await upstream.changed()
+        if upstream.state is not State.UP:
+            return False
+        listed = {t.id for t in self._pool.catalog().tools if t.server == server}
+        if not listed <= {t.id for t in self.catalog.tools} | set(self.catalog.withheld):
+            await self.sync()
+        return True
+
     async def search(
         self, query: str, *, limit: int, servers: Collection[str] | None = None
     ) -> SearchResponse:
+        # An upstream waiting to be tried again is tried now: the next search may find its tools.
+        self._pool.want(servers)
         # Query encoding may take tens of milliseconds: keep it off the event loop.
         return await anyio.to_thread.run_sync(
             lambda: self.engine.search(query, limit=limit, servers=servers)

@@ -21,7 +21,7 @@ from toolscout.commands._gateway import (
 )
 from toolscout.errors import ConfigError
 from toolscout.serving.http import AUTH_TOKEN_VARIABLE
-from toolscout.upstream.defaults import DEFAULT_MAX_RESTARTS, DEFAULT_READY_WAIT
+from toolscout.upstream.defaults import DEFAULT_MAX_RESTARTS, DEFAULT_READY_WAIT, DEFAULT_RETRY_INTERVAL
 
 __all__ = ["register", "run"]
 
@@ -71,7 +71,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--max-restarts", type=int, default=DEFAULT_MAX_RESTARTS, metavar="N",
-        help=f"give up on an upstream after N failed restarts in a row (default {DEFAULT_MAX_RESTARTS}; see `toolscout tools`)",
+        help=f"after N failed restarts in a row, try an upstream only every --retry-interval (default {DEFAULT_MAX_RESTARTS}; "
+             "see `toolscout tools`)",
+    )
+    parser.add_argument(
+        "--retry-interval", type=float, default=DEFAULT_RETRY_INTERVAL, metavar="SECONDS",
+        help=f"then try it again this often, and at once when a search or call needs it (default {DEFAULT_RETRY_INTERVAL:g}; "
+             "0: give up instead)",
     )
     parser.add_argument(
         "--ready-wait", type=float, default=DEFAULT_READY_WAIT, metavar="SECONDS",
@@ -83,6 +89,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.max_restarts < 0:
         return fail("serve", f"--max-restarts must be 0 or more, got {args.max_restarts}")
+    if args.retry_interval < 0:
+        return fail("serve", f"--retry-interval must be 0 (give up) or more seconds, got {args.retry_interval:g}")
     from toolscout.app import App, ServingOptions
 
     serving = ServingOptions(
@@ -91,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     )
     config = command_options(
         args, search=True, security=True, learning=True, calls=True, max_restarts=args.max_restarts,
-        record=not args.no_learn, expand=args.expand, serving=serving,
+        retry_interval=args.retry_interval or None, record=not args.no_learn, expand=args.expand, serving=serving,
     )
 
     async def serve() -> None:

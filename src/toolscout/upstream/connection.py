@@ -141,7 +141,8 @@ class Upstream:
         # Set when the session ended because the upstream lost it: the supervisor reconnects at once.
         self.reconnect_now = False
         self._on_change = on_change
-        self.state = State.STARTING
+        self._state_changed = anyio.Event()
+        self._state = State.STARTING
         self.reason: str | None = None
         self.tools: tuple[types.Tool, ...] = ()
         self.offer = UpstreamOffer()
@@ -166,6 +167,12 @@ class Upstream:
         # Why the session before the latest restart ended (shown while it is up again).
         self.last_restart_reason: str | None = None
         self.gave_up = False
+        # What ended the latest attempt, if it raised (the supervisor asks whether it is worth retrying).
+        self.failure: BaseException | None = None
+        # When the supervisor tries again (seconds since the epoch) while it waits to, else None.
+        self.next_attempt: float | None = None
+        # Set when a search or call needs this upstream while it is down: the supervisor's wait ends.
+        self.wanted = anyio.Event()
         # Set once the first attempt has either connected or failed.
         self.settled = anyio.Event()
         # Set by the supervisor when it will not run this upstream again.
@@ -174,6 +181,27 @@ class Upstream:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @state.setter
+    def state(self, state: State) -> None:
+        self._state = state
+        changed, self._state_changed = self._state_changed, anyio.Event()
+        changed.set()
+
+    async def changed(self) -> None:
+        """Wait until the state changes (starting, up, down) or the supervisor stops running it."""
+        async with anyio.create_task_group() as tg:
+            async def on_finished() -> None:
+                await self.finished.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(on_finished)
+            await self._state_changed.wait()
+            tg.cancel_scope.cancel()
 
     def status(self) -> UpstreamStatus:
         return UpstreamStatus(
@@ -186,7 +214,13 @@ class Upstream:
             restarts=self.restarts,
             gave_up=self.gave_up,
             last_restart_reason=self.last_restart_reason,
+            next_attempt=self.next_attempt,
         )
+
+    def want(self) -> None:
+        """A search or call needs this upstream: if it is waiting to be tried again, try now."""
+        if self.state is State.DOWN:
+            self.wanted.set()
 
     def stop(self) -> None:
         self._stop.set()
@@ -203,7 +237,7 @@ class Upstream:
             self._mark_down(self.spec.error)
             return None
         self.state, self.reason, self._was_up, self._fault = State.STARTING, None, False, None
-        self.reconnect_now = False
+        self.reconnect_now, self.failure, self.next_attempt = False, None, None
         tail = StderrTail(self.name, redact=self._redact) if self.spec.transport == "stdio" else None
         async with anyio.create_task_group() as tg:
             if tail is not None:
@@ -211,6 +245,7 @@ class Upstream:
             try:
                 reason = await self._connect_and_serve(tail)
             except Exception as exc:  # noqa: BLE001 - any failure of one upstream is contained here
+                self.failure = exc
                 reason = describe_failure(exc) if self._was_up else f"failed to start: {describe_failure(exc)}"
             if tail is not None:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_STDERR_GRACE):
@@ -225,9 +260,14 @@ class Upstream:
 
     def give_up(self, attempts: int) -> None:
         """Called by the supervisor: no more restarts; the status says so."""
-        self.reason = f"{self.reason} (gave up after {attempts} failed attempt{'s' if attempts > 1 else ''})"
+        self.reason = f"{self.reason} (gave up after {plural(attempts, 'failed attempt')})"
         self.gave_up = True
         logger.error("upstream '%s': %s", self.name, self.reason)
+
+    def retry_later(self, attempts: int, interval: float) -> None:
+        """Called by the supervisor once the fast restarts are spent: it keeps trying every `interval`."""
+        self.reason = f"{self.reason} ({plural(attempts, 'failed attempt')}; trying again every {interval:g} s)"
+        logger.warning("upstream '%s': %s", self.name, self.reason)
 
     async def _connect_and_serve(self, tail: StderrTail | None) -> str | None:
         ended, connected = anyio.Event(), anyio.Event()

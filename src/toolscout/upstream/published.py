@@ -124,6 +124,7 @@ def _status_row(status: UpstreamStatus) -> dict[str, Any]:
         "restarts": status.restarts,
         "gave_up": status.gave_up,
         "last_restart_reason": status.last_restart_reason,
+        "next_attempt": status.next_attempt,
     }
 
 

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from toolscout.errors import ToolscoutError
+from toolscout.errors import ConfigError, ToolscoutError
 
 if TYPE_CHECKING:
     import mcp_types as types
 
-__all__ = ["State", "UpstreamStatus", "describe_failure", "summarize"]
+__all__ = ["State", "UpstreamStatus", "describe_failure", "summarize", "worth_retrying"]
 
 
 class State(enum.StrEnum):
@@ -37,6 +37,8 @@ class UpstreamStatus:
     gave_up: bool = False
     # Why the session before the latest restart ended (e.g. it crashed, or stopped answering).
     last_restart_reason: str | None = None
+    # When the supervisor tries it next (seconds since the epoch), while it waits to; else None.
+    next_attempt: float | None = None
 
 
 def summarize(instructions: str | None, info: types.Implementation | None, tools: Sequence[types.Tool]) -> str:
@@ -115,3 +117,16 @@ def describe_failure(exc: BaseException) -> str:
         return f"command not found: {exc.filename or exc}"
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def worth_retrying(exc: BaseException | None) -> bool:
+    """Whether a later attempt may succeed where this failure happened, without anyone acting.
+
+    The network, a server still booting or a crash may pass; a configuration error (a command
+    that does not exist or may not be run) repeats on every attempt until the registry is edited,
+    so the supervisor does not keep retrying it on a timer. The one place that decides; None (the
+    session ended without an exception) is worth retrying.
+    """
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return not isinstance(exc, (ConfigError, FileNotFoundError, PermissionError, NotADirectoryError))
