@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from toolscout.search.settings import SearchSettings
     from toolscout.security.screens import PinScreen
     from toolscout.serving.metrics import GatewayMetrics
+    from toolscout.serving.clients import ClientTokens
+    from toolscout.serving.http import SessionLimits
 
 __all__ = [
     "App",
@@ -95,9 +97,13 @@ class ServingOptions:
     host: str = "127.0.0.1"
     port: int = 8765
     auth_token: str | None = None
+    # Several named clients, each with its own token (serving/clients.py); not with `auth_token`.
+    clients: ClientTokens | None = None
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     ready_wait: float = DEFAULT_READY_WAIT
+    # Sessions per client and their idle timeout (serving/http.py); None: the defaults.
+    sessions: SessionLimits | None = None
 
 
 @dataclass(frozen=True)
@@ -369,11 +375,12 @@ class App:
                     await self.server.run(read, write, self.server.create_initialization_options())
                 tg.cancel_scope.cancel()
         else:
-            from toolscout.serving.http import serve_http
+            from toolscout.serving.http import SessionLimits, serve_http
 
             await serve_http(
                 self.server, host=serving.host, port=serving.port, auth_token=serving.auth_token,
-                allowed_hosts=serving.allowed_hosts, allowed_origins=serving.allowed_origins,
+                clients=serving.clients, allowed_hosts=serving.allowed_hosts,
+                allowed_origins=serving.allowed_origins, sessions=serving.sessions or SessionLimits(),
                 gateway=gateway, metrics=self.metrics,
             )
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 import anyio
 
@@ -20,7 +21,8 @@ from toolscout.commands._gateway import (
     fail,
 )
 from toolscout.errors import ConfigError
-from toolscout.serving.http import AUTH_TOKEN_VARIABLE
+from toolscout.serving.clients import TOKENS_FILE_VARIABLE, load_client_tokens
+from toolscout.serving.http import AUTH_TOKEN_VARIABLE, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SESSIONS_PER_CLIENT
 from toolscout.upstream.defaults import DEFAULT_MAX_RESTARTS, DEFAULT_READY_WAIT, DEFAULT_RETRY_INTERVAL
 
 __all__ = ["register", "run"]
@@ -55,6 +57,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--auth-token", default=os.environ.get(AUTH_TOKEN_VARIABLE) or None, metavar="TOKEN",
         help=f"HTTP: require 'Authorization: Bearer TOKEN' on every request (default: ${AUTH_TOKEN_VARIABLE}, else none)",
+    )
+    parser.add_argument(
+        "--tokens", type=Path, default=os.environ.get(TOKENS_FILE_VARIABLE) or None, metavar="FILE",
+        help=f"HTTP: a token file naming each client and its bearer token (default: ${TOKENS_FILE_VARIABLE}; "
+             "format in docs/security.md); sessions belong to the client that opened them",
+    )
+    parser.add_argument(
+        "--max-sessions-per-client", type=int, default=DEFAULT_SESSIONS_PER_CLIENT, metavar="N",
+        help=f"HTTP: refuse a client's new sessions (429) while it holds N open ones (default {DEFAULT_SESSIONS_PER_CLIENT})",
+    )
+    parser.add_argument(
+        "--session-idle-timeout", type=float, default=DEFAULT_SESSION_IDLE_TIMEOUT, metavar="SECONDS",
+        help=f"HTTP: close a session that has had no request for this long (default {DEFAULT_SESSION_IDLE_TIMEOUT:g})",
     )
     parser.add_argument(
         "--allowed-host", action="append", default=[], metavar="HOST[:PORT]",
@@ -92,10 +107,19 @@ def run(args: argparse.Namespace) -> int:
     if args.retry_interval < 0:
         return fail("serve", f"--retry-interval must be 0 (give up) or more seconds, got {args.retry_interval:g}")
     from toolscout.app import App, ServingOptions
+    from toolscout.serving.http import SessionLimits
 
+    try:
+        clients = load_client_tokens(args.tokens) if args.tokens else None
+        if clients is not None and args.auth_token:
+            raise ConfigError(f"give either --tokens or --auth-token (${AUTH_TOKEN_VARIABLE}), not both")
+        sessions = SessionLimits(args.max_sessions_per_client, args.session_idle_timeout)
+    except ConfigError as exc:
+        return fail("serve", str(exc))
     serving = ServingOptions(
-        transport=args.transport, host=args.host, port=args.port, auth_token=args.auth_token,
+        transport=args.transport, host=args.host, port=args.port, auth_token=args.auth_token, clients=clients,
         allowed_hosts=tuple(args.allowed_host), allowed_origins=tuple(args.allowed_origin), ready_wait=args.ready_wait,
+        sessions=sessions,
     )
     config = command_options(
         args, search=True, security=True, learning=True, calls=True, max_restarts=args.max_restarts,
