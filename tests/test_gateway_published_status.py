@@ -32,7 +32,10 @@ async def test_toolscout_tools_shows_when_a_running_gateway_tries_a_failing_upst
         # stdin stays open and silent: a host that has not said anything yet.
         async with await anyio.open_process(serve, stderr=subprocess.DEVNULL) as process:
             await wait_until(
-                lambda: any(g.upstreams.get("broken", {}).get("next_attempt") for g in running_gateways([registry])),
+                lambda: any(
+                    g.upstreams.get("broken", {}).get("next_attempt") and g.upstreams.get("weather", {}).get("state") == "up"
+                    for g in running_gateways([registry])
+                ),
                 timeout=90, interval=0.1,
             )
             snapshot = await anyio.run_process(_toolscout("tools", "--registry", str(registry), "--json", "--refresh"))

@@ -19,8 +19,6 @@ the same configuration and the same hooks.
 from __future__ import annotations
 
 import logging
-import os
-import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -45,6 +43,7 @@ if TYPE_CHECKING:
     from toolscout.serving.metrics import GatewayMetrics
     from toolscout.serving.clients import ClientTokens
     from toolscout.serving.http import SessionLimits
+    from toolscout.shutdown import Shutdown
 
 __all__ = [
     "App",
@@ -360,9 +359,10 @@ class App:
         self._server = build_server(gateway, observers=learning.observers, metrics=self.metrics)
         learning.install(self._server)
 
-    async def serve(self) -> None:
+    async def serve(self, shutdown: Shutdown | None = None) -> None:
         """Serve the MCP server on the configured transport until the client leaves (stdio) or
-        the process is stopped (HTTP)."""
+        the process is stopped (HTTP). `shutdown` (the `serve` command's): the first signal starts
+        the ordered shutdown of this transport; without it, signals are not this method's concern."""
         serving, gateway = self.config.serving, self.gateway
         if not await gateway.ready(serving.ready_wait):
             logger.info("serving while some upstreams are still starting; they join when ready")
@@ -370,31 +370,27 @@ class App:
             from mcp.server.stdio import stdio_server
 
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_stop_on_signal, gateway)
+                # The SDK reads stdin in a worker thread that nothing can interrupt, so serving cannot
+                # be cancelled: on a signal the upstreams are stopped here, then the process exits.
+                async def stop_and_exit(signum: int) -> None:
+                    await gateway.stop_upstreams()
+                    assert shutdown is not None
+                    shutdown.now("upstreams stopped", 128 + signum)
+
+                if shutdown is not None:
+                    shutdown.on_first_signal = lambda signum: tg.start_soon(stop_and_exit, signum)
                 async with stdio_server() as (read, write):
                     await self.server.run(read, write, self.server.create_initialization_options())
                 tg.cancel_scope.cancel()
         else:
             from toolscout.serving.http import SessionLimits, serve_http
 
+            stop = anyio.Event()
+            if shutdown is not None:
+                shutdown.on_first_signal = lambda signum: stop.set()
             await serve_http(
                 self.server, host=serving.host, port=serving.port, auth_token=serving.auth_token,
                 clients=serving.clients, allowed_hosts=serving.allowed_hosts,
                 allowed_origins=serving.allowed_origins, sessions=serving.sessions or SessionLimits(),
-                gateway=gateway, metrics=self.metrics,
+                gateway=gateway, metrics=self.metrics, stop=stop,
             )
-
-
-async def _stop_on_signal(gateway: Gateway) -> None:
-    """On SIGTERM/SIGINT, shut the upstreams down properly, then exit.
-
-    (A host normally closes our stdin first, which ends serving the ordinary way.) The SDK reads
-    stdin in a worker thread that nothing can interrupt, so cancelling would wait for the next
-    line forever: after the upstreams are stopped, the process exits at once.
-    """
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async for received in signals:
-            logger.info("received %s; stopping upstreams", signal.Signals(received).name)
-            await gateway.stop_upstreams()
-            logging.shutdown()
-            os._exit(128 + received)

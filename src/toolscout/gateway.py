@@ -13,7 +13,7 @@ searches answer from what the engine has, with a notice.
 
 The gateway is the one object the MCP server and the commands talk to: it owns the upstream pool
 (nobody else touches it) and answers for it (`limits`, `server_names()`, `server_of(tool_id)`,
-`status_of(server)`, `listed()`, `stop_upstreams()`). It depends on the engine only through the
+`status_of(server)`, `listed()`, `stop_upstreams()`, `end_upstreams_now()`). It depends on the engine only through the
 `toolscout.search.SearchEngine` protocol, and takes its settings as one `GatewayOptions`.
 
 Besides tools it offers what the upstreams list of resources, resource templates and prompts
@@ -324,6 +324,13 @@ class Gateway:
     async def stop_upstreams(self) -> None:
         """Stop every upstream (no restarts) and wait, bounded, until they have shut down."""
         await self._pool.stop()
+
+    def end_upstreams_now(self, grace: float) -> None:
+        """End every upstream process at once (SIGTERM, SIGKILL after `grace`), without the event
+        loop: for a gateway that must exit before the ordered shutdown could finish."""
+        from toolscout.upstream.stdio import end_all_process_groups
+
+        end_all_process_groups(grace)
 
     async def wait_finished(self, server: str) -> None:
         """Wait until the pool stops supervising `server` (it was given up on, or the gateway closed)."""

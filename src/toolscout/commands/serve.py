@@ -127,8 +127,21 @@ def run(args: argparse.Namespace) -> int:
     )
 
     async def serve() -> None:
-        async with App(config) as app:
-            await app.serve()
+        from toolscout.shutdown import Shutdown
+        from toolscout.upstream.published import status_file
+
+        shutdown = Shutdown(status_file())
+        async with anyio.create_task_group() as signals:
+            # Followed until the process ends, the gateway's own shutdown included (toolscout.shutdown).
+            signals.start_soon(shutdown.follow_signals)
+            try:
+                async with App(config) as app:
+                    shutdown.end_upstreams_now = app.gateway.end_upstreams_now
+                    await app.serve(shutdown)
+                    shutdown.begin("the client went away" if serving.transport == "stdio" else "the HTTP server stopped")
+            finally:
+                signals.cancel_scope.cancel()
+        shutdown.finished()
 
     try:
         if args.otel:

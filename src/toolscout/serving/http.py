@@ -22,14 +22,17 @@ headers only, never with anything from the client's request.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import logging
 import re
 import socket
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from toolscout.errors import ConfigError
 from toolscout.serving.clients import ClientTokens, authenticated_scope, client_name
@@ -272,8 +275,11 @@ async def serve_http(
     sessions: SessionLimits = SessionLimits(),
     gateway: Gateway | None = None,
     metrics: GatewayMetrics | None = None,
+    stop: anyio.Event | None = None,
 ) -> None:
-    """Serve until cancelled; logs the address (port 0 picks a free one)."""
+    """Serve until cancelled, or until `stop` is set (then gracefully); logs the address (port 0
+    picks a free one). Signals are the caller's: uvicorn's own handling would re-raise them at the
+    end and kill the process before the gateway's shutdown."""
     import uvicorn
 
     app = http_app(
@@ -308,7 +314,20 @@ async def serve_http(
             _close_listen_streams(server)
             await super().shutdown(sockets)
 
-    await Uvicorn(uvicorn.Config(app, log_level="warning", lifespan="on")).serve(sockets=[sock])
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    web = Uvicorn(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    async with anyio.create_task_group() as tg:
+        if stop is not None:
+            async def stop_when_asked() -> None:
+                await stop.wait()
+                web.should_exit = True
+
+            tg.start_soon(stop_when_asked)
+        await web.serve(sockets=[sock])
+        tg.cancel_scope.cancel()
 
 
 def _close_listen_streams(server: Any) -> None:

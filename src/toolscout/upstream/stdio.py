@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import Any, TextIO
@@ -30,7 +31,7 @@ from mcp.shared.message import SessionMessage
 from toolscout.errors import StdoutFault
 from toolscout.upstream.limits import DEFAULT_MAX_LINE_BYTES, human_size
 
-__all__ = ["MAX_JUNK_LINES", "LineReader", "stdio_transport"]
+__all__ = ["MAX_JUNK_LINES", "LineReader", "end_all_process_groups", "stdio_transport"]
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +103,7 @@ async def stdio_transport(
     process = await anyio.open_process(
         [command, *args], env=dict(env), cwd=cwd, stderr=stderr, start_new_session=sys.platform != "win32"
     )
+    _live_groups.add(process.pid)
     # Nothing may await between the spawn and the try below, or a cancellation would leak the child.
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
@@ -177,6 +179,7 @@ async def stdio_transport(
         with anyio.CancelScope(shield=True):
             # Backstop for a cancellation that came before the task group took over.
             await _kill_group(process)
+            _live_groups.discard(process.pid)
             for stream in (read_stream, read_writer, write_stream, write_reader):
                 await stream.aclose()
             _close_transport(process)
@@ -251,6 +254,35 @@ async def _kill_group(process: anyio.abc.Process) -> None:
             await anyio.sleep(0.01)
         return
     _signal_group(pgid, signal.SIGKILL)
+
+
+# The process groups of every stdio upstream started and not yet known to be gone: what a gateway
+# that must exit now (a second signal, a shutdown past its bound) ends without the event loop.
+_live_groups: set[int] = set()
+
+
+def end_all_process_groups(grace: float) -> None:
+    """SIGTERM every upstream's process group, SIGKILL what is left after `grace` seconds.
+
+    Synchronous and safe from any thread: it is the last thing a gateway does when it cannot wait
+    for the ordered shutdown (MCP's: stdin closed, a grace period, then the group).
+    """
+    if sys.platform == "win32":
+        return  # the event loop's shutdown kills them; there are no process groups to reach
+    groups = [pgid for pgid in list(_live_groups) if _signal_group(pgid, signal.SIGTERM)]
+    deadline = time.monotonic() + grace
+    while groups and time.monotonic() < deadline:
+        time.sleep(0.02)
+        groups = [pgid for pgid in groups if _group_left(pgid)]
+    for pgid in groups:
+        _signal_group(pgid, signal.SIGKILL)
+
+
+def _group_left(pgid: int) -> bool:
+    """Whether any process of the group is left, reaping the leader if it is our exited child."""
+    with suppress(ChildProcessError, OSError):
+        os.waitpid(pgid, os.WNOHANG)
+    return _signal_group(pgid, 0)
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
