@@ -21,18 +21,12 @@ import psutil
 import pytest
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp import Client
+from support.processes import alive
 from support.registries import python_server, write_registry
 from support.serve_process import serve_command, served_url
 from support.waiting import wait_until
 
 pytestmark = pytest.mark.anyio
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def _wedged_registry(tmp_path: Path) -> tuple[Path, Path]:
@@ -53,8 +47,8 @@ async def _helper(pidfile: Path) -> int:
 async def _left_behind(pids: list[int]) -> list[int]:
     """The pids still alive 15 s after the gateway was told to stop (killed here if so)."""
     with suppress(TimeoutError):
-        await wait_until(lambda: not any(_alive(pid) for pid in pids), timeout=15)
-    survivors = [pid for pid in pids if _alive(pid)]
+        await wait_until(lambda: not any(alive(pid) for pid in pids), timeout=15)
+    survivors = [pid for pid in pids if alive(pid)]
     for pid in survivors:  # not left running when the test fails
         psutil.Process(pid).kill()
     return survivors
