@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import anyio
+import anyio.abc
 import mcp_types as types
 from mcp import Client, MCPError
 from mcp.shared.exceptions import MCPDeprecationWarning
@@ -127,8 +128,9 @@ class Upstream:
         self.start_timeout = start_timeout
         self.call_timeout = spec.timeout or call_timeout
         self.ping_timeout = ping_timeout
-        # Calls that time out together share one ping: the first pings, the others learn its verdict.
-        self._probing = anyio.Lock()
+        # Calls that time out together share one ping, run in the background of the session.
+        self._probing = False
+        self._session_tasks: anyio.abc.TaskGroup | None = None
         self.limits = limits
         # Calls beyond the cap wait here, in order; the wait counts toward each call's timeout.
         self._slots = anyio.Semaphore(limits.max_concurrent_calls)
@@ -323,6 +325,7 @@ class Upstream:
         self._on_change()
         try:
             async with anyio.create_task_group() as tg:
+                self._session_tasks = tg
                 tg.start_soon(self._follow_tool_changes, client)
                 tg.start_soon(self._follow_offer_changes, client)
                 tg.start_soon(self._restore_log_level, client)
@@ -330,12 +333,14 @@ class Upstream:
                 await ended.wait()
                 tg.cancel_scope.cancel()
         finally:
+            self._session_tasks = None
             self._set_client(None, None)
 
     @asynccontextmanager
     async def _transport(self, tail: StderrTail | None, ended: anyio.Event) -> AsyncIterator[Any]:
         async with open_transport(
-            self.spec, tail=tail, max_line_bytes=self.limits.max_line_bytes, on_fault=self._on_fault
+            self.spec, tail=tail, max_line_bytes=self.limits.max_line_bytes,
+            max_result_bytes=self.limits.max_result_bytes, on_fault=self._on_fault,
         ) as (read, write):
             yield EndWatchingStream(read, ended), write
 
@@ -679,8 +684,7 @@ class Upstream:
                 f"{what} waited {timeout:g} s for one of the {cap} call slots of this upstream "
                 "(max_concurrent_calls); the calls ahead of it are still running",
             )
-        verdict = await self._probe_after_timeout()
-        raise UpstreamError(self.name, f"did not answer {what} within {timeout:g} s{verdict}")
+        raise UpstreamError(self.name, f"did not answer {what} within {timeout:g} s{self._probe_after_timeout()}")
 
     async def _relay_sampling(self, context: Any, params: types.CreateMessageRequestParams) -> Any:
         caller = self._caller_asking("sample with the client's model (sampling/createMessage)")
@@ -707,18 +711,23 @@ class Upstream:
         logger.warning("upstream '%s' wanted to %s, but %s", self.name, what, why)
         return types.ErrorData(code=types.INVALID_REQUEST, message=f"toolscout cannot {what}: {why}")
 
-    async def _probe_after_timeout(self) -> str:
-        """After a call timed out: ping; an upstream that does not answer that either is restarted.
+    def _probe_after_timeout(self) -> str:
+        """After a call timed out: ping in the background; an upstream that does not answer that
+        either is restarted. Returns what the call's error adds (the call does not wait for it).
 
         A slow tool leaves the upstream answering pings; a deadlock or a blocking sleep in its only
-        thread does not, and would time out every later call. Returns what the call's error adds.
+        thread does not, and would time out every later call.
         """
-        client, ended = self._client, self._ended
-        if client is None or ended is None:
-            return ""
-        async with self._probing:
-            if self._client is not client:
-                return "; it had stopped answering and is being restarted"
+        client, ended, tasks = self._client, self._ended, self._session_tasks
+        if client is None or ended is None or tasks is None:
+            return "; it had stopped answering and is being restarted"
+        if not self._probing:
+            self._probing = True
+            tasks.start_soon(self._ping_or_restart, client, ended)
+        return f"; it is being pinged now, and is restarted if it does not answer within {self.ping_timeout:g} s"
+
+    async def _ping_or_restart(self, client: Client, ended: anyio.Event) -> None:
+        try:
             with anyio.move_on_after(self.ping_timeout):
                 try:
                     # The session's ping: the protocol of 2026-07-28 dropped it, and an upstream on
@@ -726,14 +735,17 @@ class Upstream:
                     await client.session.send_ping()
                 except MCPError as exc:
                     if exc.code == types.CONNECTION_CLOSED:
-                        return ""  # it went down on its own; the reason is recorded
+                        return  # it went down on its own; the reason is recorded
                 except Exception:  # noqa: BLE001 - the session ended on its own; its reason is recorded
-                    return ""
-                return "; it still answers pings, so the tool itself is slow or stuck"
+                    return
+                logger.info("upstream '%s' still answers pings after a call timed out: the tool itself is slow or stuck",
+                            self.name)
+                return
             self._fault = f"stopped answering (a call timed out, then a ping had no answer within {self.ping_timeout:g} s)"
             logger.warning("upstream '%s' %s; restarting it", self.name, self._fault)
             ended.set()
-        return f"; it did not answer a ping within {self.ping_timeout:g} s either, so it is being restarted"
+        finally:
+            self._probing = False
 
     def _session_gone(self, exc: MCPError) -> bool:
         """An HTTP upstream that restarted answers our old session id with 404 (spec: start anew)."""

@@ -13,6 +13,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from toolscout.registry.loading import ServerSpec, resolve_command, upstream_environment
+from toolscout.upstream.limits import Limits
 from toolscout.upstream.stderr import StderrTail
 from toolscout.upstream.stdio import stdio_transport
 
@@ -34,7 +35,8 @@ def http_client(headers: Mapping[str, str]) -> httpx2.AsyncClient:
 
 @asynccontextmanager
 async def open_transport(
-    spec: ServerSpec, *, tail: StderrTail | None, max_line_bytes: int, on_fault: Callable[[str], None]
+    spec: ServerSpec, *, tail: StderrTail | None, max_line_bytes: int, on_fault: Callable[[str], None],
+    max_result_bytes: int = Limits().max_result_bytes,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """(read stream, write stream) to the upstream `spec` names. A stdio upstream writes its stderr
     to `tail`, its stdout lines are capped at `max_line_bytes`, and `on_fault(reason)` hears why
@@ -49,6 +51,7 @@ async def open_transport(
                 cwd=spec.cwd,
                 stderr=tail.writer(),
                 max_line_bytes=max_line_bytes,
+                max_result_bytes=max_result_bytes,
                 on_fault=on_fault,
             )
             try:
