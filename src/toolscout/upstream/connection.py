@@ -771,14 +771,16 @@ class Upstream:
         return UpstreamError(self.name, f"rejected {what}: {self._redact(exc.message)}")
 
     def _bounded(self, tool: str, result: types.CallToolResult) -> types.CallToolResult:
-        """Cut an oversized result to the limit; hide registry secrets an upstream echoes in an error."""
+        """Cut an oversized result to the limit; hide registry secrets an upstream echoes in it
+        (in an error, or in what it returns: its text and its structured content)."""
         result = bound_result(result, self.limits.max_result_bytes, server=self.name, tool=tool)
-        if result.is_error and self.spec.secrets:
+        if self.spec.secrets:
             content = [
-                types.TextContent(text=self._redact(block.text)) if isinstance(block, types.TextContent) else block
+                block.model_copy(update={"text": self._redact(block.text)}) if isinstance(block, types.TextContent) else block
                 for block in result.content
             ]
-            result = result.model_copy(update={"content": content})
+            structured = _redacted_json(result.structured_content, self._redact)
+            result = result.model_copy(update={"content": content, "structured_content": structured})
         return result
 
     def _mark_down(self, reason: str | None) -> None:
@@ -808,3 +810,14 @@ class Upstream:
             data = redacted
         params = message.params.model_copy(update={"data": data})
         return message.model_copy(update={"params": params})
+
+
+def _redacted_json(value: Any, redact_text: Callable[[str], str]) -> Any:
+    """`value` (parsed JSON) with `redact_text` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, list):
+        return [_redacted_json(item, redact_text) for item in value]
+    if isinstance(value, dict):
+        return {redact_text(key): _redacted_json(item, redact_text) for key, item in value.items()}
+    return value
