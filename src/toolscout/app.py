@@ -330,6 +330,7 @@ class App:
 
     async def _start(self, stack: Any, specs: list[ServerSpec], hooks: GatewayHooks) -> None:
         from toolscout.learning import UsageTracker
+        from toolscout.registry.watching import follow_changes
         from toolscout.serving.learning_hooks import Learning, SamplingExpansion
         from toolscout.serving.metrics import GatewayMetrics
         from toolscout.serving.server import build_server
@@ -350,6 +351,9 @@ class App:
         stack.callback(background.cancel_scope.cancel)
         if hooks.pins is not None:
             background.start_soon(hooks.pins.follow_approvals, gateway.rescreen)
+        if self._specs is None:
+            # An edit of the registry is followed: a fixed entry is started without a restart.
+            background.start_soon(follow_changes, config.registry_paths(), self._reload_registry)
         # So that `toolscout tools` can show restarts and give-ups only this process knows of.
         background.start_soon(
             publish_statuses, lambda: gateway.statuses(screened=False), config.registry_paths(),
@@ -358,6 +362,18 @@ class App:
         self.metrics = GatewayMetrics(gateway) if config.serving.transport == "http" else None
         self._server = build_server(gateway, observers=learning.observers, metrics=self.metrics)
         learning.install(self._server)
+
+    async def _reload_registry(self) -> None:
+        """The registry changed: start what changed or is new, stop what went. An edit that leaves
+        it unusable changes nothing."""
+        from toolscout.errors import ConfigError
+
+        try:
+            specs = load_specs(self.config)
+        except ConfigError as exc:
+            logger.warning("the registry changed but cannot be used (%s); the servers stay as they were", exc)
+            return
+        await self.gateway.reconfigure(specs)
 
     async def serve(self, shutdown: Shutdown | None = None) -> None:
         """Serve the MCP server on the configured transport until the client leaves (stdio) or

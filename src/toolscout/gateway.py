@@ -321,6 +321,13 @@ class Gateway:
         """Every tool the upstreams that are up list now, before the screens withhold any."""
         return self._pool.catalog()
 
+    async def reconfigure(self, specs: Sequence[ServerSpec]) -> list[str]:
+        """Follow a changed registry (`UpstreamPool.reconfigure`); the catalog follows as usual."""
+        affected = await self._pool.reconfigure(specs)
+        if affected:
+            logger.info("registry changed: restarting %s", ", ".join(sorted(affected)))
+        return affected
+
     async def stop_upstreams(self) -> None:
         """Stop every upstream (no restarts) and wait, bounded, until they have shut down."""
         await self._pool.stop()

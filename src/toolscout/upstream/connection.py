@@ -224,6 +224,11 @@ class Upstream:
         if self.state is State.DOWN:
             self.wanted.set()
 
+    @property
+    def stopped(self) -> bool:
+        """Told to stop for good (the gateway closes, or its registry entry changed or went)."""
+        return self._stop.is_set()
+
     def stop(self) -> None:
         self._stop.set()
         if self._session_scope is not None:

@@ -120,13 +120,16 @@ class UpstreamPool:
         self.retry_interval = retry_interval
         self.stable_uptime = stable_uptime
         self.limits = limits
-        self.upstreams: dict[str, Upstream] = {
-            spec.name: Upstream(
+        self._on_change = on_change
+
+        def make(spec: ServerSpec) -> Upstream:
+            return Upstream(
                 spec, start_timeout=start_timeout, call_timeout=call_timeout, limits=limits, on_change=on_change,
                 on_notice=on_notice,
             )
-            for spec in specs
-        }
+
+        self._make = make
+        self.upstreams: dict[str, Upstream] = {spec.name: make(spec) for spec in specs}
         self._stopping = False
         self._stopped = anyio.Event()
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -161,9 +164,9 @@ class UpstreamPool:
     async def _supervise(self, upstream: Upstream) -> None:
         policy = RestartPolicy(self.max_restarts, stable_uptime=self.stable_uptime, retry_interval=self.retry_interval)
         try:
-            while not self._stopping:
+            while not self._stopping and not upstream.stopped:
                 uptime = await upstream.run()
-                if self._stopping or upstream.spec.error:
+                if self._stopping or upstream.stopped or upstream.spec.error:
                     return
                 delay = policy.after(uptime, retryable=worth_retrying(upstream.failure))
                 if delay is None:
@@ -177,7 +180,7 @@ class UpstreamPool:
                 else:
                     logger.info("upstream '%s': restarting in %g s", upstream.name, delay)
                 await self._wait_for_next_attempt(upstream, delay)
-                if not self._stopping:
+                if not self._stopping and not upstream.stopped:
                     upstream.restarts += 1
                     upstream.last_restart_reason = upstream.reason
         finally:
@@ -195,6 +198,28 @@ class UpstreamPool:
         upstream.next_attempt = None
         if not self._stopping:
             upstream.wanted = anyio.Event()
+
+    async def reconfigure(self, specs: Sequence[ServerSpec]) -> list[str]:
+        """Follow a changed registry: upstreams whose entry changed or went are stopped (bounded),
+        changed and new ones started; the others go on untouched. Returns the names affected."""
+        assert self._task_group is not None
+        wanted = {spec.name: spec for spec in specs}
+        affected = [name for name, up in self.upstreams.items() if wanted.get(name) != up.spec]
+        affected += [name for name in wanted if name not in self.upstreams]
+        gone = [self.upstreams.pop(name) for name in affected if name in self.upstreams]
+        for upstream in gone:
+            upstream.stop()
+            upstream.wanted.set()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_SHUTDOWN_GRACE):
+            for upstream in gone:
+                await upstream.finished.wait()
+        for name in affected:
+            if name in wanted:
+                upstream = self.upstreams[name] = self._make(wanted[name])
+                self._task_group.start_soon(self._supervise, upstream, name=f"upstream {name}")
+        if affected:
+            self._on_change()
+        return affected
 
     def want(self, servers: Collection[str] | None = None) -> None:
         """Searches and calls need `servers` (None: any): those waiting for their next attempt try now."""
