@@ -131,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
         from toolscout.upstream.published import status_file
 
         shutdown = Shutdown(status_file())
+        unusable: ConfigError | None = None
         async with anyio.create_task_group() as signals:
             # Followed until the process ends, the gateway's own shutdown included (toolscout.shutdown).
             signals.start_soon(shutdown.follow_signals)
@@ -139,9 +140,13 @@ def run(args: argparse.Namespace) -> int:
                     shutdown.end_upstreams_now = app.gateway.end_upstreams_now
                     await app.serve(shutdown)
                     shutdown.begin("the client went away" if serving.transport == "stdio" else "the HTTP server stopped")
+            except ConfigError as exc:
+                unusable = exc  # raised past the task group, which would wrap it in a group
             finally:
                 signals.cancel_scope.cancel()
         shutdown.finished()
+        if unusable is not None:
+            raise unusable
 
     try:
         if args.otel:
