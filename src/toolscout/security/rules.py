@@ -97,6 +97,8 @@ _CONTEXT = (
     r"|\b(?:user'?s|their|your) (?:browser )?cookies\b|\buser'?s (?:[\w-]+ ){0,2}(?:private |ssh )?keys?\b"
     r"|\b(?:whatever|any|all|every) (?:[\w-]+ ){0,2}(?:secrets|credentials|keys|tokens) the user\b"
     r"|\b(?:instructions|setup text|prompt) you were given\b|\byour operating instructions\b"
+    r"|\b(?:user'?s )?(?:full |entire |whole )?(?:shell|command|bash|terminal) history\b"
+    r"|\b(?:private )?signing keys?\b|\bprivate keys? the user\b"
     r")"
 )
 _SECRET = (
@@ -124,7 +126,7 @@ _PUT = r"\b(?:include|fill|put|paste|pass|provide|add|attach|insert|enter|append
 # Calling a tool, in the languages the scan reads (the CJK forms have no word boundaries).
 _CALL = (
     r"(?:\b(?:call|calls|calling|invoke|invoking|run|execute|trigger|use|using|with|via|through|then)\b|\bcall to\b"
-    r"|\b(?:appel\w*|utilis\w*|ex[ée]cut\w*|lancez|ruf\w*|aufruf\w*|verwende\w*|benutze\w*|ausf[üu]hr\w*"
+    r"|\b(?:appel\w*|utilis\w*|ex[ée]cut\w*|lance\w*|ruf\w*|aufruf\w*|verwende\w*|benutze\w*|ausf[üu]hr\w*"
     r"|llam\w*|usa|usar|use|utiliza\w*|ejecut\w*|cham\w*|utiliz\w*|execut\w*|chiam\w*|invoc\w*|esegu\w*"
     r"|вызов\w*|вызови|используй\w*|запуст\w*)\b|调用|使用|执行|呼び出|実行)"
 )
@@ -145,7 +147,9 @@ _DO_NOT_TELL = (
     r"|muestres)\b|\bn[ãa]o (?:conte|diga|mencione|informe|revele|mostre)\w*\b|\bnon (?:dire|dirlo|menzionare"
     r"|rivelare|raccontare|informare|mostrare)\b|\b(?:erw[äa]hne|sag|sage|verrate|teile|informiere)\b[^\n]{0,60}"
     r"\bnicht\b|\bnicht (?:erw[äa]hnen|sagen|verraten|mitteilen)\b|не (?:сообщай|говори|рассказывай|упоминай"
-    r"|показывай)|不要(?:告诉|告知|提及|透露|让)|别告诉|(?:伝え|言わ|知らせ|教え|見せ)ないで)"
+    r"|показывай)|不要(?:告诉|告知|提及|透露|让)|别告诉|(?:伝え|言わ|知らせ|教え|見せ)ないで"
+    r"|\bn'a pas besoin de (?:savoir|le savoir)\b|\brestez discret|\bmant[ée]n (?:esto|lo|la) en secreto\b"
+    r"|\bnichts erfahren\b|\bunter uns\b|\bnon far sapere\b|\bsegreto\b|\bem segredo\b|保密|秘密に)"
 )
 # Moving something into an argument or sending it, in languages other than English (English has
 # _SMUGGLE and _SEND): with a secret or a credential file in the same sentence it is an order to
@@ -154,12 +158,14 @@ _DO_NOT_TELL = (
 _MOVE_ABROAD = (
     r"(?:\b(?:incluez|inclure|mettez|passez|envoyez|copiez|joignez|[üu]bergib|[üu]bergeben|f[üu]ge|sende|schicke"
     r"|kopiere|copia|copie|incluye|incluya|env[ií]a|envie|envia|inclua|coloque|invia|includi|inserisci|passa|metti"
-    r"|отправь|передай|вставь|включи|скопируй)\b|放进|放入|放到|填入|入れて|貼り付け)"
+    r"|inclúyela|inclúyelo|inclúyelas|inclúyelos|gib|mitgeben|copiez|mettre|ajoutez"
+    r"|отправь|передай|вставь|включи|скопируй)\b|放进|放入|放到|填入|复制到|入れて|貼り付け)"
 )
 _SECRET_ABROAD = (
     r"(?:\b(?:mots? de passe|cl[ée]s? (?:d'api|priv[ée]es?|ssh)|contrase[ñn]as?|claves? (?:de api|privadas?)"
     r"|senhas?|chaves? (?:de api|privadas?)|passw[öo]rter|schl[üu]ssel\w*|chiavi|credenziali|credenciales|credenciais"
-    r"|identifiants)\b|парол\w*|ключ\w*|密码|私钥|密钥|令牌|パスワード|秘密鍵|認証情報)"
+    r"|identifiants|clave privada|variables d'environnement)\b|парол\w*|ключ\w*|密码|私钥|密钥|令牌|\.env|パスワード"
+    r"|秘密鍵|認証情報)"
 )
 _ACQUIRE = (
     r"\b(?:read|open|cat|collect|gather|harvest|look up|lookup|grab|extract|dump|search for"
@@ -252,9 +258,14 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"|\b(?:omit|leave out|drop|hide|remove)\b[^\n]{0,40}\bfrom (?:what you (?:report|tell|say|show)|your"
           r" (?:reply|answer|summary|report|response))"
           r"|\b(?:do not|don't|never) (?:disclose|reveal|mention) (?:it|them)\b[^\n]{0,30}\b(?:when you (?:answer"
-          r"|reply|respond)|to the user|in your (?:answer|reply|response))"),
+          r"|reply|respond)|to the user|in your (?:answer|reply|response))"
+          r"|\b(?:not|never|no need to) (?:trouble|bother|burden|worry) the user\b"
+          r"|\b(?:keep|leave)\b[^\n]{0,30}\bout of (?:your|the|any) (?:answer|reply|response|summary|report)\b"
+          r"|\bhide\b[^\n]{0,40}\bfrom the user\b"
+          r"|\bthe user (?:should|must|need|needs to|does not need to|doesn't need to) (?:not |never )?(?:know|learn|find out)\b"
+          r"|\bkeep (?:it|this|that) (?:secret|private|quiet|to yourself)\b"),
     _rule("conceal-from-user", 1.0, "tells the model to hide something from the user (non-English)",
-          _DO_NOT_TELL, _USER_WORD),
+          _DO_NOT_TELL, _USER_WORD + r"|\bnadie\b|\bniemand\b|\bpersonne\b|\bnessuno\b|\bningu[ée]m\b|никому|任何人|誰にも"),
     _rule("deceive-user", 1.0, "tells the model to report a false outcome",
           r"\b(?:pretend|claim|say)\b[^\n]{0,15}\b(?:it|the \w+|they) (?:succeeded|worked|passed|was fine"
           r"|went through)\b|\btell the user everything is fine\b"),
