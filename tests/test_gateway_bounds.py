@@ -87,7 +87,7 @@ async def test_an_endless_stdout_line_ends_the_session_with_the_reason_instead_o
             result = await client.call_tool("execute_tool", {"name": "hostile__endless_line", "arguments": {}})
     assert result.is_error
     assert "upstream 'hostile': closed the connection during 'endless_line'" in text_of(result)
-    assert "wrote a line over 1 MiB on stdout (max_line_bytes)" in text_of(result)
+    assert "16 times the 1 MiB limit on one message (max_line_bytes)" in text_of(result)
 
 
 async def test_a_flood_of_non_protocol_lines_on_stdout_ends_the_session_with_the_reason(tmp_path: Path) -> None:
@@ -96,3 +96,26 @@ async def test_a_flood_of_non_protocol_lines_on_stdout_ends_the_session_with_the
             result = await client.call_tool("execute_tool", {"name": "hostile__junk_lines", "arguments": {}})
     assert result.is_error
     assert "lines in a row that are not JSON-RPC on stdout" in text_of(result)
+
+
+async def test_a_result_over_the_line_limit_is_cut_like_the_others_and_the_other_calls_go_on(tmp_path: Path) -> None:
+    with anyio.fail_after(60):
+        async with gateway_session(
+            _registry(tmp_path, timeout=300), limits=Limits(max_line_bytes=1024 * 1024), max_restarts=2
+        ) as (gateway, client):
+            results: dict[str, object] = {}
+
+            async def call(key: str, name: str, arguments: dict) -> None:
+                results[key] = await client.call_tool("execute_tool", {"name": name, "arguments": arguments})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, "held", "hostile__hold", {"seconds": 2})
+                tg.start_soon(call, "huge", "hostile__big_text", {"kib": 3 * 1024})
+            after = await client.call_tool("execute_tool", {"name": "hostile__echo", "arguments": {"text": "still here"}})
+            [status] = gateway.statuses()
+    huge, held = results["huge"], results["held"]
+    # Marked as an error (the rest, structured content included, is lost), but answered, and cut.
+    assert huge.is_error and "over the 1 MiB limit on one message (max_line_bytes)" in huge.content[0].text
+    assert huge.content[1].text.startswith("0123456789abcdef") and len(huge.content[1].text) < 256 * 1024
+    assert not held.is_error  # the call in flight beside it was not failed
+    assert text_of(after) == "still here" and status.restarts == 0

@@ -96,7 +96,7 @@ def test_a_registry_secret_is_hidden_from_every_log_line_even_those_of_other_lib
 
 
 @pytest.mark.anyio
-async def test_a_registry_secret_an_upstream_quotes_in_a_failed_call_reaches_the_agent_as_stars(
+async def test_a_registry_secret_an_upstream_quotes_in_a_result_reaches_the_agent_as_stars(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TOOLSCOUT_TEST_KEY", "key-5c0d27e9b1")
@@ -108,6 +108,10 @@ async def test_a_registry_secret_an_upstream_quotes_in_a_failed_call_reaches_the
                 await client.call_tool("execute_tool", {"name": f"hostile__{tool}", "arguments": {"name": name}})
                 for tool in ("fail_quoting_env", "reject_quoting_env") for name in ("API_KEY", "DB_PASSWORD")
             ]
+            # A successful result quoting them is redacted too, its structured content included.
+            returned = await client.call_tool("execute_tool", {"name": "hostile__env_value", "arguments": {"name": "API_KEY"}})
     for result in results:
         assert result.is_error and "the key *** was refused" in text_of(result)
         assert "key-5c0d27e9b1" not in str(result) and "literal-4e8a7f" not in str(result)
+    assert not returned.is_error and text_of(returned) == "***"
+    assert returned.structured_content == {"result": "***"} and "key-5c0d27e9b1" not in str(returned)

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.anyio
 # tool of the hostile upstream -> (its arguments, whether the call must fail, a phrase of its result)
 MISBEHAVIOURS: dict[str, tuple[dict[str, Any], bool, str]] = {
     "malformed_result": ({}, True, "returned an invalid result for 'malformed_result'"),
-    "endless_line": ({}, True, "wrote a line over 1 MiB on stdout"),
+    "endless_line": ({}, True, "16 times the 1 MiB limit on one message"),
     "junk_lines": ({}, True, "not JSON-RPC on stdout"),
     "notification_storm": ({"count": 1000}, False, "sent 1000 of each"),
     "crash": ({}, True, "exited with code 3"),

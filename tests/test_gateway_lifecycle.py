@@ -51,10 +51,11 @@ async def test_a_slow_upstream_blocks_neither_startup_nor_the_others_and_joins_t
     assert late.hits[0].tool.id == "slow__echo"
 
 
-async def test_an_upstream_that_keeps_failing_is_given_up_on_and_its_status_says_so(tmp_path: Path) -> None:
+async def test_an_upstream_that_keeps_failing_is_given_up_on_without_slow_retries_and_its_status_says_so(tmp_path: Path) -> None:
     registry = write_registry(tmp_path / "servers.json", {"broken": failing_server("fatal: no database")})
+    options = GatewayOptions(max_restarts=1, retry_interval=None)
     with anyio.fail_after(60):
-        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=1)) as gateway:
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), options) as gateway:
             await gateway.wait_finished("broken")
             (status,) = gateway.statuses()
     assert status.state is State.DOWN

@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import psutil
 import pytest
+from support.processes import alive
 from support.registries import fast_search_settings, python_server, write_registry
 from support.waiting import wait_until
 from mcp import Client
@@ -24,13 +25,6 @@ from toolscout.serving.server import build_server
 pytestmark = pytest.mark.anyio
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def _helpers(pidfile: Path) -> list[int]:
     return [int(line) for line in pidfile.read_text().split()] if pidfile.exists() else []
 
@@ -38,8 +32,8 @@ def _helpers(pidfile: Path) -> list[int]:
 async def _wait_gone(pids: list[int]) -> list[int]:
     """The pids still alive once they all died or 10 s passed (kills are asynchronous)."""
     with suppress(TimeoutError):
-        await wait_until(lambda: not any(_alive(pid) for pid in pids), timeout=10)
-    return [pid for pid in pids if _alive(pid)]
+        await wait_until(lambda: not any(alive(pid) for pid in pids), timeout=10)
+    return [pid for pid in pids if alive(pid)]
 
 
 async def test_stopping_the_gateway_leaves_no_process_of_an_upstream_behind_grandchildren_included(tmp_path: Path) -> None:
@@ -49,7 +43,7 @@ async def test_stopping_the_gateway_leaves_no_process_of_an_upstream_behind_gran
         async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=0)) as gateway:
             await gateway.ready(20)
             helpers = _helpers(pidfile)
-            assert helpers and all(_alive(pid) for pid in helpers)
+            assert helpers and all(alive(pid) for pid in helpers)
             leader = psutil.Process(helpers[0]).ppid()
         assert await _wait_gone([*helpers, leader]) == []
 
@@ -82,7 +76,7 @@ async def test_an_upstream_process_that_ignores_sigterm_is_killed_when_the_gatew
         async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=0)) as gateway:
             await gateway.ready(20)
             helpers = _helpers(pidfile)
-            assert helpers and all(_alive(pid) for pid in helpers)
+            assert helpers and all(alive(pid) for pid in helpers)
         survivors = await _wait_gone(helpers)
     for pid in survivors:  # not left running for 10 minutes when this fails
         psutil.Process(pid).kill()

@@ -22,7 +22,7 @@ def _toolscout(*args: str) -> list[str]:
     return [sys.executable, "-m", "toolscout.cli", *args]
 
 
-async def test_toolscout_tools_shows_that_a_running_gateway_gave_up_on_an_upstream(tmp_path: Path) -> None:
+async def test_toolscout_tools_shows_when_a_running_gateway_tries_a_failing_upstream_next(tmp_path: Path) -> None:
     registry = write_registry(tmp_path / "servers.json", {
         "broken": failing_server("fatal: no database"),
         "weather": python_server("weather_server.py"),
@@ -32,7 +32,12 @@ async def test_toolscout_tools_shows_that_a_running_gateway_gave_up_on_an_upstre
         # stdin stays open and silent: a host that has not said anything yet.
         async with await anyio.open_process(serve, stderr=subprocess.DEVNULL) as process:
             await wait_until(
-                lambda: any(g.upstreams.get("broken", {}).get("gave_up") for g in running_gateways([registry])),
+                # The slow retries: the next attempt after the one fast restart (not the wait before it).
+                lambda: any(
+                    g.upstreams.get("broken", {}).get("next_attempt") and g.upstreams["broken"].get("restarts") == 1
+                    and g.upstreams.get("weather", {}).get("state") == "up"
+                    for g in running_gateways([registry])
+                ),
                 timeout=90, interval=0.1,
             )
             snapshot = await anyio.run_process(_toolscout("tools", "--registry", str(registry), "--json", "--refresh"))
@@ -41,15 +46,17 @@ async def test_toolscout_tools_shows_that_a_running_gateway_gave_up_on_an_upstre
             await process.stdin.aclose()  # the host goes away: the gateway shuts down
             await process.wait()
     rows = {row["name"]: row for row in json.loads(snapshot.stdout)}
-    # Its own one-shot attempt cannot know of the give-up; the serving gateway's account can.
-    assert "gave up" not in rows["broken"]["reason"]
+    # Its own one-shot attempt cannot know of the slow retries; the serving gateway's account can.
+    assert "trying again" not in rows["broken"]["reason"]
     (served,) = rows["broken"]["serving"]
-    assert served["pid"] == process.pid and served["gave_up"] and served["restarts"] == 1
-    assert "fatal: no database" in served["reason"] and "gave up after 2 failed attempts" in served["reason"]
+    assert served["pid"] == process.pid and not served["gave_up"] and served["restarts"] == 1
+    assert "fatal: no database" in served["reason"]
+    assert "2 failed attempts; trying again every 60 s" in served["reason"]
+    assert served["next_attempt"] > 0
     assert rows["weather"]["serving"][0]["state"] == "up"
     text = running.stdout.decode()
     assert f"broken   serving gateway {process.pid} (stdio): down, restarted 1 time: " in text
-    assert "gave up after 2 failed attempts" in text
+    assert "(2 failed attempts; trying again every 60 s); next attempt at " in text
     assert f"weather  serving gateway {process.pid} (stdio): up, 3 tools" in text
     # Once it has exited, nothing of it is left to be shown.
     assert running_gateways([registry]) == []

@@ -15,6 +15,7 @@ import pytest
 
 from toolscout.upstream.limits import bound_result
 from toolscout.errors import StdoutFault
+from toolscout.upstream.oversized import OversizedLine, salvage
 from toolscout.upstream.stdio import LineReader
 
 pytestmark = pytest.mark.anyio
@@ -88,13 +89,28 @@ class _Endless:
         return b"a" * max_bytes
 
 
-async def test_a_line_without_end_is_refused_having_read_little_more_than_the_limit() -> None:
+async def test_a_line_without_end_is_refused_once_it_runs_past_the_skip_bound() -> None:
     limit = 1024 * KIB
     stream = _Endless()
-    with pytest.raises(StdoutFault, match="max_line_bytes"):
-        await LineReader(stream, limit).next_line()  # type: ignore[arg-type]
-    # Memory stays bounded by the limit plus one read, not by what the upstream keeps writing.
-    assert limit < stream.sent <= limit + 64 * KIB
+    with pytest.raises(StdoutFault, match="4 times the 1 MiB limit on one message"):
+        await LineReader(stream, limit, skip_factor=4).next_line()  # type: ignore[arg-type]
+    assert 4 * limit < stream.sent <= 4 * limit + 128 * KIB
+
+
+async def test_a_line_over_the_limit_is_kept_as_its_start_and_end_and_the_next_line_is_whole() -> None:
+    line = b'{"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "' + b"x" * 300 + b'"}]}}'
+    sent = line + b"\n" + b'{"next": 1}\n'
+    reader = LineReader(_Chunks(*(sent[i:i + 50] for i in range(0, len(sent), 50))), 128)  # type: ignore[arg-type]
+    oversized = await reader.next_line()
+    assert isinstance(oversized, OversizedLine)
+    assert oversized.head == line[:128] and oversized.tail == line[-4096:] and oversized.size == len(line)
+    assert await reader.next_line() == b'{"next": 1}'
+    salvaged = salvage(oversized, max_line_bytes=128, max_result_bytes=1000)
+    assert salvaged is not None and salvaged.message.id == 7
+    result = salvaged.message.result
+    assert result["isError"] is True
+    assert "over the 128 bytes limit on one message (max_line_bytes)" in result["content"][0]["text"]
+    assert result["content"][1]["text"] == "x" * (128 - len(b'{"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "'))
 
 
 class _Chunks:

@@ -107,4 +107,6 @@ def test_a_stdio_upstream_gets_its_entrys_env_but_not_the_gateways_own_secrets(
                 calls = [{"name": "hostile__env_value", "arguments": {"name": name}} for name in names]
                 return [text_of(await client.call_tool("execute_tool", call)) for call in calls]
 
-    assert anyio.run(read, "OPENAI_API_KEY", "NOTES_API_TOKEN") == ["<unset>", "entry-token-61c2"]
+    # The entry's value reaches the upstream; what the upstream returns of it is redacted to the
+    # agent, and `***` stands only for a registry secret's exact value.
+    assert anyio.run(read, "OPENAI_API_KEY", "NOTES_API_TOKEN") == ["<unset>", "***"]

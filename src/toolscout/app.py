@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
-import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -44,6 +42,9 @@ if TYPE_CHECKING:
     from toolscout.search.settings import SearchSettings
     from toolscout.security.screens import PinScreen
     from toolscout.serving.metrics import GatewayMetrics
+    from toolscout.serving.clients import ClientTokens
+    from toolscout.serving.http import SessionLimits
+    from toolscout.shutdown import Shutdown
 
 __all__ = [
     "App",
@@ -96,9 +97,13 @@ class ServingOptions:
     host: str = "127.0.0.1"
     port: int = 8765
     auth_token: str | None = None
+    # Several named clients, each with its own token (serving/clients.py); not with `auth_token`.
+    clients: ClientTokens | None = None
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     ready_wait: float = DEFAULT_READY_WAIT
+    # Sessions per client and their idle timeout (serving/http.py); None: the defaults.
+    sessions: SessionLimits | None = None
 
 
 @dataclass(frozen=True)
@@ -336,6 +341,7 @@ class App:
 
     async def _start(self, stack: Any, specs: list[ServerSpec], hooks: GatewayHooks) -> None:
         from toolscout.learning import UsageTracker
+        from toolscout.registry.watching import follow_changes
         from toolscout.serving.learning_hooks import Learning, SamplingExpansion
         from toolscout.serving.metrics import GatewayMetrics
         from toolscout.serving.server import build_server
@@ -356,6 +362,9 @@ class App:
         stack.callback(background.cancel_scope.cancel)
         if hooks.pins is not None:
             background.start_soon(hooks.pins.follow_approvals, gateway.rescreen)
+        if self._specs is None:
+            # An edit of the registry is followed: a fixed entry is started without a restart.
+            background.start_soon(follow_changes, config.registry_paths(), self._reload_registry)
         # So that `toolscout tools` can show restarts and give-ups only this process knows of.
         background.start_soon(
             publish_statuses, lambda: gateway.statuses(screened=False), config.registry_paths(),
@@ -365,9 +374,22 @@ class App:
         self._server = build_server(gateway, observers=learning.observers, metrics=self.metrics)
         learning.install(self._server)
 
-    async def serve(self) -> None:
+    async def _reload_registry(self) -> None:
+        """The registry changed: start what changed or is new, stop what went. An edit that leaves
+        it unusable changes nothing."""
+        from toolscout.errors import ConfigError
+
+        try:
+            specs = load_specs(self.config)
+        except ConfigError as exc:
+            logger.warning("the registry changed but cannot be used (%s); the servers stay as they were", exc)
+            return
+        await self.gateway.reconfigure(specs)
+
+    async def serve(self, shutdown: Shutdown | None = None) -> None:
         """Serve the MCP server on the configured transport until the client leaves (stdio) or
-        the process is stopped (HTTP)."""
+        the process is stopped (HTTP). `shutdown` (the `serve` command's): the first signal starts
+        the ordered shutdown of this transport; without it, signals are not this method's concern."""
         serving, gateway = self.config.serving, self.gateway
         if not await gateway.ready(serving.ready_wait):
             logger.info("serving while some upstreams are still starting; they join when ready")
@@ -375,30 +397,27 @@ class App:
             from mcp.server.stdio import stdio_server
 
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_stop_on_signal, gateway)
+                # The SDK reads stdin in a worker thread that nothing can interrupt, so serving cannot
+                # be cancelled: on a signal the upstreams are stopped here, then the process exits.
+                async def stop_and_exit(signum: int) -> None:
+                    await gateway.stop_upstreams()
+                    assert shutdown is not None
+                    shutdown.now("upstreams stopped", 128 + signum)
+
+                if shutdown is not None:
+                    shutdown.on_first_signal = lambda signum: tg.start_soon(stop_and_exit, signum)
                 async with stdio_server() as (read, write):
                     await self.server.run(read, write, self.server.create_initialization_options())
                 tg.cancel_scope.cancel()
         else:
-            from toolscout.serving.http import serve_http
+            from toolscout.serving.http import SessionLimits, serve_http
 
+            stop = anyio.Event()
+            if shutdown is not None:
+                shutdown.on_first_signal = lambda signum: stop.set()
             await serve_http(
                 self.server, host=serving.host, port=serving.port, auth_token=serving.auth_token,
-                allowed_hosts=serving.allowed_hosts, allowed_origins=serving.allowed_origins,
-                gateway=gateway, metrics=self.metrics,
+                clients=serving.clients, allowed_hosts=serving.allowed_hosts,
+                allowed_origins=serving.allowed_origins, sessions=serving.sessions or SessionLimits(),
+                gateway=gateway, metrics=self.metrics, stop=stop,
             )
-
-
-async def _stop_on_signal(gateway: Gateway) -> None:
-    """On SIGTERM/SIGINT, shut the upstreams down properly, then exit.
-
-    (A host normally closes our stdin first, which ends serving the ordinary way.) The SDK reads
-    stdin in a worker thread that nothing can interrupt, so cancelling would wait for the next
-    line forever: after the upstreams are stopped, the process exits at once.
-    """
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async for received in signals:
-            logger.info("received %s; stopping upstreams", signal.Signals(received).name)
-            await gateway.stop_upstreams()
-            logging.shutdown()
-            os._exit(128 + received)

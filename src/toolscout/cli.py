@@ -3,6 +3,12 @@
 Each command lives in its own module under `toolscout.commands` exposing
 `register(subparsers)`; this module only wires them up and configures logging (stderr only:
 stdout of `toolscout serve` is the MCP protocol channel).
+
+Much of what a command prints, and many log lines, quote upstreams: tool descriptions, server
+summaries, stderr lines, error messages. An upstream may put terminal escapes in them (OSC 52
+writes the clipboard in some terminals) or invisible text, so every log line and everything a
+command other than `serve` writes to stdout passes through `terminal_safe`, which shows each such
+character as a code (JSON stays valid: the codes are JSON escapes).
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import argparse
 import importlib
 import logging
 import sys
+from typing import Any
 
 from toolscout import __version__
 from toolscout.request_ids import RequestIdFilter
@@ -70,6 +77,29 @@ class _QuietLibraries(logging.Filter):
         )
 
 
+class _TerminalSafeFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        from toolscout.security.hidden import terminal_safe
+
+        return terminal_safe(super().format(record))
+
+
+class _TerminalSafeOutput:
+    """A text stream that shows escapes and invisible characters as codes before writing them."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from toolscout.security.hidden import terminal_safe
+
+        self._stream.write(terminal_safe(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def configure_logging(verbose: int, quiet: bool, *, quiet_by_default: bool = False) -> None:
     """Logging on stderr: INFO (WARNING with `quiet_by_default`), more with -v, DEBUG with -vv,
     errors only with -q."""
@@ -80,7 +110,7 @@ def configure_logging(verbose: int, quiet: bool, *, quiet_by_default: bool = Fal
     else:
         level = logging.WARNING if quiet_by_default and not verbose else logging.INFO
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s%(request)s: %(message)s"))
+    handler.setFormatter(_TerminalSafeFormatter("%(asctime)s %(levelname)s %(name)s%(request)s: %(message)s"))
     handler.addFilter(RequestIdFilter())
     handler.setLevel(level)
     if verbose < 2:
@@ -92,7 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     configure_logging(args.verbose or 0, bool(args.quiet), quiet_by_default=args.command in QUIET_COMMANDS)
-    return int(args.handler(args) or 0)
+    if args.command != "serve":
+        sys.stdout = _TerminalSafeOutput(sys.stdout)
+    try:
+        return int(args.handler(args) or 0)
+    finally:
+        if isinstance(sys.stdout, _TerminalSafeOutput):
+            sys.stdout = sys.stdout._stream
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ searches answer from what the engine has, with a notice.
 
 The gateway is the one object the MCP server and the commands talk to: it owns the upstream pool
 (nobody else touches it) and answers for it (`limits`, `server_names()`, `server_of(tool_id)`,
-`status_of(server)`, `listed()`, `stop_upstreams()`). It depends on the engine only through the
+`status_of(server)`, `listed()`, `stop_upstreams()`, `end_upstreams_now()`). It depends on the engine only through the
 `toolscout.search.SearchEngine` protocol, and takes its settings as one `GatewayOptions`.
 
 Besides tools it offers what the upstreams list of resources, resource templates and prompts
@@ -46,6 +46,7 @@ from toolscout.search import SearchEngine, SearchResponse
 from toolscout.upstream.defaults import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_RESTARTS,
+    DEFAULT_RETRY_INTERVAL,
     DEFAULT_START_TIMEOUT,
     STABLE_UPTIME,
 )
@@ -107,6 +108,8 @@ class GatewayOptions:
     max_restarts: int = DEFAULT_MAX_RESTARTS
     # A session up at least this long is restarted at once when it ends (`toolscout.upstream.pool`).
     stable_uptime: float = STABLE_UPTIME
+    # After the fast restarts, how often an upstream is tried again; None: given up on instead.
+    retry_interval: float | None = DEFAULT_RETRY_INTERVAL
     limits: Limits = Limits()
 
 
@@ -221,6 +224,7 @@ class Gateway:
             call_timeout=options.call_timeout,
             max_restarts=options.max_restarts,
             stable_uptime=options.stable_uptime,
+            retry_interval=options.retry_interval,
             limits=options.limits,
             on_change=self._on_pool_change,
             on_notice=self._on_notice,
@@ -317,9 +321,23 @@ class Gateway:
         """Every tool the upstreams that are up list now, before the screens withhold any."""
         return self._pool.catalog()
 
+    async def reconfigure(self, specs: Sequence[ServerSpec]) -> list[str]:
+        """Follow a changed registry (`UpstreamPool.reconfigure`); the catalog follows as usual."""
+        affected = await self._pool.reconfigure(specs)
+        if affected:
+            logger.info("registry changed: restarting %s", ", ".join(sorted(affected)))
+        return affected
+
     async def stop_upstreams(self) -> None:
         """Stop every upstream (no restarts) and wait, bounded, until they have shut down."""
         await self._pool.stop()
+
+    def end_upstreams_now(self, grace: float) -> None:
+        """End every upstream process at once (SIGTERM, SIGKILL after `grace`), without the event
+        loop: for a gateway that must exit before the ordered shutdown could finish."""
+        from toolscout.upstream.stdio import end_all_process_groups
+
+        end_all_process_groups(grace)
 
     async def wait_finished(self, server: str) -> None:
         """Wait until the pool stops supervising `server` (it was given up on, or the gateway closed)."""
@@ -396,9 +414,34 @@ class Gateway:
             except Exception:  # noqa: BLE001 - a listener's failure must not stop re-indexing
                 logger.exception("offerings listener failed")
 
+    async def bring_up(self, server: str) -> bool:
+        """Try a down upstream now and wait until it is up and its tools are in the catalog.
+
+        Bounded by the start timeout (and the call timeout: a call waits for it). True if it is up
+        (at once, when it already was); also re-indexes when the upstream is up but the catalog
+        has not caught up with it yet (right after a reconnect).
+        """
+        upstream = self._pool.upstreams.get(server)
+        if upstream is None:
+            return False
+        from toolscout.upstream.status import State
+
+        with anyio.move_on_after(min(self.options.start_timeout, self.options.call_timeout)):
+            while upstream.state is not State.UP and not upstream.finished.is_set():
+                upstream.want()
+                await upstream.changed()
+        if upstream.state is not State.UP:
+            return False
+        listed = {t.id for t in self._pool.catalog().tools if t.server == server}
+        if not listed <= {t.id for t in self.catalog.tools} | set(self.catalog.withheld):
+            await self.sync()
+        return True
+
     async def search(
         self, query: str, *, limit: int, servers: Collection[str] | None = None
     ) -> SearchResponse:
+        # An upstream waiting to be tried again is tried now: the next search may find its tools.
+        self._pool.want(servers)
         # Query encoding may take tens of milliseconds: keep it off the event loop.
         return await anyio.to_thread.run_sync(
             lambda: self.engine.search(query, limit=limit, servers=servers)

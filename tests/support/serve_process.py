@@ -41,6 +41,12 @@ async def served_over_http(
                 process.kill()
 
 
+async def served_url(process: Any) -> str:
+    """Read the server's stderr until it logs the address it listens on."""
+    url, _ = await _served_url(process)
+    return url
+
+
 async def _served_url(process: Any) -> tuple[str, str]:
     """Read the server's stderr until it logs the address it listens on: (URL, what it read)."""
     seen = ""

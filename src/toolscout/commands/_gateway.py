@@ -174,12 +174,14 @@ def command_options(
     record: bool = False,
     expand: bool = False,
     serving: ServingOptions | None = None,
+    retry_interval: float | None = None,
 ) -> AppConfig:
     """The configuration of a command that added the registry options and, as its flags say, the
     search, security, learning and call-limit ones (`add_search_options`, ...); a command without
     search options searches without embeddings, one without call-limit options keeps the default
-    limits. `max_restarts`: 0 for a one-off snapshot, never restarted. `record`, `expand`: what
-    `serve` learns while it runs; `serving`: how it is reached."""
+    limits. `max_restarts`: 0 for a one-off snapshot, never restarted; `retry_interval`: None for
+    one that never tries a failed upstream again. `record`, `expand`: what `serve` learns while it
+    runs; `serving`: how it is reached."""
     # Imported when a command runs, not when the parser is built (the engine comes with it).
     from toolscout.app import AppConfig, LearningOptions, PinOptions, ServingOptions
     from toolscout.gateway import GatewayOptions
@@ -193,7 +195,8 @@ def command_options(
     call_timeout = args.call_timeout if calls else DEFAULT_CALL_TIMEOUT
     return AppConfig(
         gateway=GatewayOptions(
-            start_timeout=args.start_timeout, call_timeout=call_timeout, max_restarts=max_restarts, limits=limits
+            start_timeout=args.start_timeout, call_timeout=call_timeout, max_restarts=max_restarts,
+            retry_interval=retry_interval, limits=limits,
         ),
         registries=tuple(args.registry or ()),
         model=args.model if search else "none",

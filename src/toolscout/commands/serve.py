@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 import anyio
 
@@ -20,8 +21,9 @@ from toolscout.commands._gateway import (
     fail,
 )
 from toolscout.errors import ConfigError
-from toolscout.serving.http import AUTH_TOKEN_VARIABLE
-from toolscout.upstream.defaults import DEFAULT_MAX_RESTARTS, DEFAULT_READY_WAIT
+from toolscout.serving.clients import TOKENS_FILE_VARIABLE, load_client_tokens
+from toolscout.serving.http import AUTH_TOKEN_VARIABLE, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SESSIONS_PER_CLIENT
+from toolscout.upstream.defaults import DEFAULT_MAX_RESTARTS, DEFAULT_READY_WAIT, DEFAULT_RETRY_INTERVAL
 from toolscout.upstream.self_reference import nested_refusal, started_by_gateway
 
 __all__ = ["register", "run"]
@@ -58,6 +60,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"HTTP: require 'Authorization: Bearer TOKEN' on every request (default: ${AUTH_TOKEN_VARIABLE}, else none)",
     )
     parser.add_argument(
+        "--tokens", type=Path, default=os.environ.get(TOKENS_FILE_VARIABLE) or None, metavar="FILE",
+        help=f"HTTP: a token file naming each client and its bearer token (default: ${TOKENS_FILE_VARIABLE}; "
+             "format in docs/security.md); sessions belong to the client that opened them",
+    )
+    parser.add_argument(
+        "--max-sessions-per-client", type=int, default=DEFAULT_SESSIONS_PER_CLIENT, metavar="N",
+        help=f"HTTP: refuse a client's new sessions (429) while it holds N open ones (default {DEFAULT_SESSIONS_PER_CLIENT})",
+    )
+    parser.add_argument(
+        "--session-idle-timeout", type=float, default=DEFAULT_SESSION_IDLE_TIMEOUT, metavar="SECONDS",
+        help=f"HTTP: close a session that has had no request for this long (default {DEFAULT_SESSION_IDLE_TIMEOUT:g})",
+    )
+    parser.add_argument(
         "--allowed-host", action="append", default=[], metavar="HOST[:PORT]",
         help="HTTP: also accept this Host header (loopback names always are); repeat for more",
     )
@@ -72,7 +87,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--max-restarts", type=int, default=DEFAULT_MAX_RESTARTS, metavar="N",
-        help=f"give up on an upstream after N failed restarts in a row (default {DEFAULT_MAX_RESTARTS}; see `toolscout tools`)",
+        help=f"after N failed restarts in a row, try an upstream only every --retry-interval (default {DEFAULT_MAX_RESTARTS}; "
+             "see `toolscout tools`)",
+    )
+    parser.add_argument(
+        "--retry-interval", type=float, default=DEFAULT_RETRY_INTERVAL, metavar="SECONDS",
+        help=f"then try it again this often, and at once when a search or call needs it (default {DEFAULT_RETRY_INTERVAL:g}; "
+             "0: give up instead)",
     )
     parser.add_argument(
         "--ready-wait", type=float, default=DEFAULT_READY_WAIT, metavar="SECONDS",
@@ -88,20 +109,49 @@ def run(args: argparse.Namespace) -> int:
         return fail("serve", nested_refusal(parent))
     if args.max_restarts < 0:
         return fail("serve", f"--max-restarts must be 0 or more, got {args.max_restarts}")
+    if args.retry_interval < 0:
+        return fail("serve", f"--retry-interval must be 0 (give up) or more seconds, got {args.retry_interval:g}")
     from toolscout.app import App, ServingOptions
+    from toolscout.serving.http import SessionLimits
 
+    try:
+        clients = load_client_tokens(args.tokens) if args.tokens else None
+        if clients is not None and args.auth_token:
+            raise ConfigError(f"give either --tokens or --auth-token (${AUTH_TOKEN_VARIABLE}), not both")
+        sessions = SessionLimits(args.max_sessions_per_client, args.session_idle_timeout)
+    except ConfigError as exc:
+        return fail("serve", str(exc))
     serving = ServingOptions(
-        transport=args.transport, host=args.host, port=args.port, auth_token=args.auth_token,
+        transport=args.transport, host=args.host, port=args.port, auth_token=args.auth_token, clients=clients,
         allowed_hosts=tuple(args.allowed_host), allowed_origins=tuple(args.allowed_origin), ready_wait=args.ready_wait,
+        sessions=sessions,
     )
     config = command_options(
         args, search=True, security=True, learning=True, calls=True, max_restarts=args.max_restarts,
-        record=not args.no_learn, expand=args.expand, serving=serving,
+        retry_interval=args.retry_interval or None, record=not args.no_learn, expand=args.expand, serving=serving,
     )
 
     async def serve() -> None:
-        async with App(config) as app:
-            await app.serve()
+        from toolscout.shutdown import Shutdown
+        from toolscout.upstream.published import status_file
+
+        shutdown = Shutdown(status_file())
+        unusable: ConfigError | None = None
+        async with anyio.create_task_group() as signals:
+            # Followed until the process ends, the gateway's own shutdown included (toolscout.shutdown).
+            signals.start_soon(shutdown.follow_signals)
+            try:
+                async with App(config) as app:
+                    shutdown.end_upstreams_now = app.gateway.end_upstreams_now
+                    await app.serve(shutdown)
+                    shutdown.begin("the client went away" if serving.transport == "stdio" else "the HTTP server stopped")
+            except ConfigError as exc:
+                unusable = exc  # raised past the task group, which would wrap it in a group
+            finally:
+                signals.cancel_scope.cancel()
+        shutdown.finished()
+        if unusable is not None:
+            raise unusable
 
     try:
         if args.otel:

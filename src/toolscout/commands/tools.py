@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -190,4 +191,14 @@ def _served_line(seen: dict) -> str:
             who += f", last after: {seen['last_restart_reason']}"  # when down, its reason says why
     if seen["state"] != "up" and seen.get("reason"):
         who += f": {seen['reason']}"
+    if seen["state"] != "up" and isinstance(seen.get("next_attempt"), (int, float)):
+        who += f"; next attempt {_when(seen['next_attempt'])}"
     return terminal_safe(who)
+
+
+def _when(epoch: float) -> str:
+    """'at 10:41:02 UTC (in 42 s)' for a moment a few seconds to minutes ahead."""
+    import datetime
+
+    at = datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%H:%M:%S UTC")
+    return f"at {at} (in {max(0, round(epoch - time.time()))} s)"

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from toolscout.state_files import open_or_set_aside, private_file
+
 __all__ = ["EmbeddingCache", "text_hash"]
 
 _SCHEMA = """
@@ -47,11 +49,17 @@ class EmbeddingCache:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(_SCHEMA)
-            db.execute(_MODELS_SCHEMA)
+
+        def create() -> None:
+            with self._connect() as db:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute(_SCHEMA)
+                db.execute(_MODELS_SCHEMA)
+                db.execute("SELECT COUNT(*) FROM embeddings").fetchone()
+
+        # Private like every state file; a damaged one costs one re-embedding, not the search.
+        private_file(path)
+        open_or_set_aside(path, create)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:

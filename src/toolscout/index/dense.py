@@ -121,10 +121,20 @@ def _normalise(rows: np.ndarray) -> np.ndarray:
     return (rows / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
+def _onnxruntime() -> Any:
+    """onnxruntime, imported without its telemetry: on import it otherwise writes a device id file
+    (~/.cache/Microsoft/DeveloperTools/.onnxruntime/deviceid) into the user's cache."""
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    import onnxruntime
+
+    return onnxruntime
+
+
 class OnnxEncoder:
     def __init__(self, location: ModelLocation, onnx_file: Path) -> None:
-        import onnxruntime
         from tokenizers import Tokenizer
+
+        onnxruntime = _onnxruntime()
 
         self._onnxruntime = onnxruntime
         self._file = onnx_file
@@ -253,6 +263,7 @@ def exported_onnx(location: ModelLocation, work_dir: Path, *, head: str = "embed
 
 def _export(location: ModelLocation, target: Path, head: str) -> None:
     import torch
+    _onnxruntime()
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from transformers import AutoModel, AutoModelForSequenceClassification
 

@@ -13,6 +13,7 @@ from typing import Self
 import platformdirs
 
 from toolscout.errors import ConfigError
+from toolscout.state_files import open_or_set_aside, private_file
 
 __all__ = ["DATA_DIR_ENV", "SqliteStore", "data_dir", "open_database"]
 
@@ -32,16 +33,27 @@ def open_database(path: Path, schema: str) -> sqlite3.Connection:
     """Open (creating if needed) the SQLite file at `path` and apply `schema` (idempotent DDL).
 
     The connection may be used from the gateway's worker threads, so callers serialise access
-    themselves; the busy timeout lets a CLI command and a running server share the file.
+    themselves; the busy timeout lets a CLI command and a running server share the file. The file
+    is created private (0600: it holds users' queries); a damaged one is set aside and started
+    afresh (`toolscout.state_files`).
     """
+
+    def connect() -> sqlite3.Connection:
+        connection = sqlite3.connect(private_file(path), timeout=5.0, check_same_thread=False)
+        try:
+            # WAL: a CLI command can read while the server writes; NORMAL sync is safe under WAL and
+            # keeps a write (one per successful tool call) from waiting on an fsync.
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            connection.executescript(schema)
+            connection.execute("PRAGMA quick_check").fetchall()
+        except sqlite3.Error:
+            connection.close()
+            raise
+        return connection
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(path, timeout=5.0, check_same_thread=False)
-        # WAL: a CLI command can read while the server writes; NORMAL sync is safe under WAL and
-        # keeps a write (one per successful tool call) from waiting on an fsync.
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=NORMAL")
-        connection.executescript(schema)
+        connection = open_or_set_aside(path, connect)
     except (OSError, sqlite3.Error) as exc:
         raise ConfigError(
             f"cannot open the store {path}: {exc}; choose another path or set {DATA_DIR_ENV}"

@@ -59,7 +59,7 @@ _CREDENTIAL_FILE = (
     r"|claude_desktop_config|~/\.cursor\b|\bhosts\.yml\b|\.git-credentials|\.npmrc\b|\.pypirc\b"
     r"|\bwallet\.dat\b|\.bash_history|(?<![\w/.-])\.env\b(?![.\w-])|\*\.(?:pem|key|p12|pfx)\b"
     r"|\bprivate key files?\b|\bkeystore\b|\bcredentials\.json\b|\*\.env\b|(?<![\w/-])\.pem\b|\.zsh_history"
-    r"|\.aws(?:/|\s+(?:folder|directory)))"
+    r"|\.aws(?:/|\s+(?:folder|directory))|\baws credentials(?: file)?\b)"
 )
 # Secret-looking variable names are upper case by convention; lower case is an ordinary parameter.
 _ENV_SECRET = r"(?-i:\b[A-Z][A-Z0-9]*_(?:[A-Z0-9]+_)*(?:SECRET|TOKEN|PASSWORD|KEY|KEY_ID)\b)"
@@ -94,6 +94,11 @@ _CONTEXT = (
     r"|\b(?:summary|transcript) of (?:the|this|our|your) (?:conversation|chat|session)\b"
     r"|\bcontents? of (?:this|our|your) (?:conversation|chat|session)\b"
     r"|\buser'?s (?:calendar|contacts|inbox|emails|files|documents|photos|location)\b"
+    r"|\b(?:user'?s|their|your) (?:browser )?cookies\b|\buser'?s (?:[\w-]+ ){0,2}(?:private |ssh )?keys?\b"
+    r"|\b(?:whatever|any|all|every) (?:[\w-]+ ){0,2}(?:secrets|credentials|keys|tokens) the user\b"
+    r"|\b(?:instructions|setup text|prompt) you were given\b|\byour operating instructions\b"
+    r"|\b(?:user'?s )?(?:full |entire |whole )?(?:shell|command|bash|terminal) history\b"
+    r"|\b(?:private )?signing keys?\b|\bprivate keys? the user\b"
     r")"
 )
 _SECRET = (
@@ -118,6 +123,50 @@ _USER_DATA = (
     r"|\ball (?:documents|files|data|results)\b)"
 )
 _PUT = r"\b(?:include|fill|put|paste|pass|provide|add|attach|insert|enter|append)\b"
+# Calling a tool, in the languages the scan reads (the CJK forms have no word boundaries).
+_CALL = (
+    r"(?:\b(?:call|calls|calling|invoke|invoking|run|execute|trigger|use|using|with|via|through|then)\b|\bcall to\b"
+    r"|\b(?:appel\w*|utilis\w*|ex[ée]cut\w*|lance\w*|ruf\w*|aufruf\w*|verwende\w*|benutze\w*|ausf[üu]hr\w*"
+    r"|llam\w*|usa|usar|use|utiliza\w*|ejecut\w*|cham\w*|utiliz\w*|execut\w*|chiam\w*|invoc\w*|esegu\w*"
+    r"|вызов\w*|вызови|используй\w*|запуст\w*)\b|调用|使用|执行|呼び出|実行)"
+)
+# The gateway's own tools, or a tool of another server by its exposed id (server__tool): an
+# upstream's definition has no honest reason to name either, only an order to the model would.
+_OTHER_TOOL = (
+    r"(?:\b(?:execute_tool|search_tools)\b"
+    r"|(?<![\w.])(?:mcp__)?[a-z][a-z0-9-]*(?:_[a-z0-9-]+)*__[a-z][a-z0-9]*(?:_[a-z0-9]+)*\b(?!__))"
+)
+# The user, in the languages the scan reads: whoever must not be told.
+_USER_WORD = (
+    r"(?:\b(?:user|users|person|human|customer|utilisateur\w*|usuari[oa]s?|usu[aá]rio\w*|utente|Nutzer\w*"
+    r"|Benutzer\w*|Anwender\w*)\b|пользовател\w*|用户|ユーザー)"
+)
+_DO_NOT_TELL = (
+    r"(?:\bne (?:le |la |les |lui |leur |l')?(?:mentionnez|dites|signalez|r[ée]v[ée]lez|montrez|informez|parlez)\w*"
+    r" (?:pas|jamais)\b|\bno (?:le |les |lo |la )?(?:digas|diga|menciones|mencione|cuentes|cuente|informes|reveles"
+    r"|muestres)\b|\bn[ãa]o (?:conte|diga|mencione|informe|revele|mostre)\w*\b|\bnon (?:dire|dirlo|menzionare"
+    r"|rivelare|raccontare|informare|mostrare)\b|\b(?:erw[äa]hne|sag|sage|verrate|teile|informiere)\b[^\n]{0,60}"
+    r"\bnicht\b|\bnicht (?:erw[äa]hnen|sagen|verraten|mitteilen)\b|не (?:сообщай|говори|рассказывай|упоминай"
+    r"|показывай)|不要(?:告诉|告知|提及|透露|让)|别告诉|(?:伝え|言わ|知らせ|教え|見せ)ないで"
+    r"|\bn'a pas besoin de (?:savoir|le savoir)\b|\brestez discret|\bmant[ée]n (?:esto|lo|la) en secreto\b"
+    r"|\bnichts erfahren\b|\bunter uns\b|\bnon far sapere\b|\bsegreto\b|\bem segredo\b|保密|秘密に)"
+)
+# Moving something into an argument or sending it, in languages other than English (English has
+# _SMUGGLE and _SEND): with a secret or a credential file in the same sentence it is an order to
+# leak it. Chinese and Japanese "send" are left out: honest descriptions say logs are sent and
+# tokens issued in neighbouring clauses.
+_MOVE_ABROAD = (
+    r"(?:\b(?:incluez|inclure|mettez|passez|envoyez|copiez|joignez|[üu]bergib|[üu]bergeben|f[üu]ge|sende|schicke"
+    r"|kopiere|copia|copie|incluye|incluya|env[ií]a|envie|envia|inclua|coloque|invia|includi|inserisci|passa|metti"
+    r"|inclúyela|inclúyelo|inclúyelas|inclúyelos|gib|mitgeben|copiez|mettre|ajoutez"
+    r"|отправь|передай|вставь|включи|скопируй)\b|放进|放入|放到|填入|复制到|入れて|貼り付け)"
+)
+_SECRET_ABROAD = (
+    r"(?:\b(?:mots? de passe|cl[ée]s? (?:d'api|priv[ée]es?|ssh)|contrase[ñn]as?|claves? (?:de api|privadas?)"
+    r"|senhas?|chaves? (?:de api|privadas?)|passw[öo]rter|schl[üu]ssel\w*|chiavi|credenziali|credenciales|credenciais"
+    r"|identifiants|clave privada|variables d'environnement)\b|парол\w*|ключ\w*|密码|私钥|密钥|令牌|\.env|パスワード"
+    r"|秘密鍵|認証情報)"
+)
 _ACQUIRE = (
     r"\b(?:read|open|cat|collect|gather|harvest|look up|lookup|grab|extract|dump|search for"
     r"|scan for|retrieve|access|fetch|find)\b"
@@ -161,7 +210,7 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"|\b(?:do|follow|obey|execute) (?:whatever|anything|everything)\b[^\n]{0,60}\bsays\b|\bwhatever (?:it|they|the (?:response"
           r"|result|output)) says\b|\bcomply with instructions (?:embedded|contained|found) in\b"),
     _rule("remote-instructions", 0.8, "tells the model to follow instructions fetched or decoded",
-          r"\bfollow (?:the |any |all )?(?:instructions|directions|steps)\b[^\n]{0,40}"
+          r"\bfollow (?:the |any |all )?(?:instructions?|directions|steps?)\b[^\n]{0,40}"
           r"\b(?:contains|returned|from|at|in it|exactly)\b|\bfollow (?:it|them) exactly\b"
           r"|\bdecode\b[^\n]{0,60}\b(?:follow|execute|obey)\b"),
     # Text addressed to the model rather than describing the tool.
@@ -200,6 +249,26 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"|\b(?:do not|don't|never) mention (?:it|this|that|the change)\b"
           r"|\bthe user (?:cannot|can't|does not|doesn't|won't|will not|should not|shouldn't|must not)"
           r" (?:see|know|notice|be told)\b|\bimplementation detail\b|\bconfidential instruction"),
+    _rule("conceal-from-user", 1.0, "tells the model to hide something from the user",
+          r"\b(?:no need|not necessary|needn't|don't need|do not need) to (?:bring (?:it |this |that |the \w+ )?up"
+          r"|mention|tell|raise|share|report)\b[^\n]{0,50}\b(?:user|person|human|them|anyone|customer)\b"
+          r"|\bbetween us\b|\b(?:leave|keep) (?:it|this|that|them) out of (?:any|your|the) (?:summary|reply|response"
+          r"|answer|report)|\b(?:do not|don't|never) surface\b"
+          r"|\bmust never be (?:revealed|shown|disclosed|mentioned) to the (?:end )?user"
+          r"|\b(?:omit|leave out|drop|hide|remove)\b[^\n]{0,40}\bfrom (?:what you (?:report|tell|say|show)|your"
+          r" (?:reply|answer|summary|report|response))"
+          r"|\b(?:do not|don't|never) (?:disclose|reveal|mention) (?:it|them)\b[^\n]{0,30}\b(?:when you (?:answer"
+          r"|reply|respond)|to the user|in your (?:answer|reply|response))"
+          r"|\b(?:not|never|no need to) (?:trouble|bother|burden|worry) the user\b"
+          r"|\b(?:keep|leave)\b[^\n]{0,30}\bout of (?:your|the|any) (?:answer|reply|response|summary|report)\b"
+          r"|\bhide\b[^\n]{0,40}\bfrom the user\b"
+          r"|\bthe user (?:should|must|need|needs to|does not need to|doesn't need to) (?:not |never )?(?:know|learn|find out)\b"
+          r"|\bkeep (?:it|this|that) (?:secret|private|quiet|to yourself)\b"),
+    _rule("conceal-from-user", 1.0, "tells the model to hide something from the user (non-English)",
+          _DO_NOT_TELL, _USER_WORD + r"|\bnadie\b|\bniemand\b|\bpersonne\b|\bnessuno\b|\bningu[ée]m\b|никому|任何人|誰にも"),
+    _rule("deceive-user", 1.0, "tells the model to report a false outcome",
+          r"\b(?:pretend|claim|say)\b[^\n]{0,15}\b(?:it|the \w+|they) (?:succeeded|worked|passed|was fine"
+          r"|went through)\b|\btell the user everything is fine\b"),
     _rule("covert", 0.4, "asks for covert action", r"\b(?:silently|secretly|covertly|quietly)\b"),
     _rule("reply-manipulation", 0.6, "dictates what the model tells the user",
           r"\brespond (?:to the user )?only with\b|\breport only\b|\bonly say\b|\bnothing else about\b"),
@@ -217,7 +286,8 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           _ACQUIRE, _CREDENTIAL_FILE + "|" + _ENV_SECRET),
     _rule("credential-file", 0.4, "names a credential file", _CREDENTIAL_FILE),
     _rule("solicit-recovery-phrase", 1.0, "asks for a wallet recovery phrase",
-          r"\b(?:paste|share|type|send|tell|reveal)\b[^\n]{0,40}\b(?:recovery|seed|mnemonic|secret) (?:phrase|words)\b"),
+          r"\b(?:paste|share|type|send|tell|reveal|provide|enter|ask\b[^\n]{0,25}\bfor)\b[^\n]{0,40}"
+          r"\b(?:recovery|seed|mnemonic|secret) (?:phrase|words)\b"),
     _rule("credentials-to-site", 1.0, "enters the user's credentials on a given site",
           r"\b(?:enter|type|submit|fill in|log ?in with)\b[^\n]{0,40}(?:" + _SECRET + r"|\buser'?s saved\b)",
           r"https?://"),
@@ -231,6 +301,12 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"\b(?:always|every|each|all|also|as well|must|make sure)\b", _SEND, _DEST),
     _rule("markdown-image-exfil", 1.0, "image link that carries data out in its URL",
           r"!\[[^\]]*\]\(\s*https?://[^)\s]*(?:\{|\$|%s|<)|<img[^>]+src=[\"']?https?://[^\"'\s>]*(?:\{|\$|%s|<)"),
+    _rule("harvest-context", 1.0, "moves secrets or credential files into an argument or out (non-English)",
+          _CREDENTIAL_FILE + "|" + _SECRET_ABROAD, _MOVE_ABROAD),
+    # Orders to call other tools: the gateway's execute_tool, or another server's tool by its id.
+    _rule("call-other-tool", 1.0, "tells the model to call the gateway's or another server's tool",
+          _CALL, _OTHER_TOOL),
+    _rule("names-other-tool", 0.6, "names the gateway's tools or another server's tool", _OTHER_TOOL),
     # Changing how other tools behave (shadowing).
     _rule("cross-tool-trigger", 0.5, "conditions on another tool being used",
           r"\bwhen(?:ever)?\b[^\n]{0,50}\b(?:tool|function)\b[^\n]{0,40}\b(?:called|invoked|used|run"

@@ -5,8 +5,13 @@
   That is the loopback names by default, the bound address when it is a specific one, and what
   `--allowed-host` / `--allowed-origin` add; it is on whatever address is bound.
 - Anyone else on the network or machine calling it: with a token (`--auth-token` or
-  TOOLSCOUT_AUTH_TOKEN) every request must carry `Authorization: Bearer <token>`, compared in
-  constant time; without it the answer is 401.
+  TOOLSCOUT_AUTH_TOKEN) or a token file naming several clients (`--tokens`, serving/clients.py)
+  every request must carry `Authorization: Bearer <token>`, compared in constant time; without it
+  the answer is 401.
+- One client starving the others: each session belongs to the client that opened it (another
+  client's requests on it are answered as if it did not exist), a client holds at most
+  `SessionLimits.per_client` sessions (more are refused with 429, to that client only), and a
+  session idle for `SessionLimits.idle_timeout` is closed. Session ids are never logged.
 
 Beside /mcp it answers /healthz, /readyz and /metrics (`toolscout.serving.operations`), and
 gives every request an id that its log lines carry (`toolscout.request_ids`).
@@ -17,14 +22,20 @@ headers only, never with anything from the client's request.
 
 from __future__ import annotations
 
-import hmac
+import contextlib
 import ipaddress
+import json
 import logging
+import re
 import socket
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from toolscout.errors import ConfigError
+from toolscout.serving.clients import ClientTokens, authenticated_scope, client_name
 
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
@@ -33,11 +44,27 @@ if TYPE_CHECKING:
     from toolscout.gateway import Gateway
     from toolscout.serving.metrics import GatewayMetrics
 
-__all__ = ["AUTH_TOKEN_VARIABLE", "BearerAuth", "http_app", "security_settings", "serve_http"]
+__all__ = [
+    "AUTH_TOKEN_VARIABLE",
+    "DEFAULT_SESSION_IDLE_TIMEOUT",
+    "DEFAULT_SESSIONS_PER_CLIENT",
+    "BearerAuth",
+    "SessionCap",
+    "SessionLimits",
+    "hide_session_ids",
+    "http_app",
+    "security_settings",
+    "serve_http",
+]
 
 logger = logging.getLogger(__name__)
 
 AUTH_TOKEN_VARIABLE = "TOOLSCOUT_AUTH_TOKEN"
+# A client (an agent host) opens a session or two per conversation; a hundred open at once is a
+# leak or an attack, and refusing that client leaves the others served.
+DEFAULT_SESSIONS_PER_CLIENT = 100
+# A session with no request for this long is closed (the SDK's default is 30 minutes).
+DEFAULT_SESSION_IDLE_TIMEOUT = 600.0
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 _WILDCARDS = ("0.0.0.0", "::", "")
 
@@ -75,40 +102,119 @@ def security_settings(
     )
 
 
-class BearerAuth:
-    """ASGI middleware: HTTP requests need `Authorization: Bearer <token>`; others get 401."""
+@dataclass(frozen=True)
+class SessionLimits:
+    """How many HTTP sessions one client may hold, and how long an idle one lives."""
 
-    def __init__(self, app: ASGIApp, token: str, open_paths: frozenset[str] = frozenset()) -> None:
-        if not token.strip():
-            raise ConfigError("the auth token is empty; pass a non-empty --auth-token or unset it")
+    per_client: int = DEFAULT_SESSIONS_PER_CLIENT
+    idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if self.per_client < 1:
+            raise ConfigError(f"the sessions per client must be at least 1, got {self.per_client}")
+        if not self.idle_timeout > 0:
+            raise ConfigError(f"the session idle timeout must be a positive number of seconds, got {self.idle_timeout:g}")
+
+
+async def _refuse(send: Send, status: int, message: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
+    body = json.dumps({"error": message}).encode("utf-8")
+    await send({
+        "type": "http.response.start",
+        "status": status,
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
+    })
+    await send({"type": "http.response.body", "body": body})
+
+
+class BearerAuth:
+    """ASGI middleware: HTTP requests need `Authorization: Bearer <token>` of a known client, and
+    carry that client on from here (`clients.authenticated_scope`); others get 401."""
+
+    def __init__(self, app: ASGIApp, clients: ClientTokens, open_paths: frozenset[str] = frozenset()) -> None:
         self.app = app
-        self._token = token.encode("utf-8")
+        self._clients = clients
         # Paths answered without the token (health probes send none).
         self._open_paths = open_paths
 
-    def _authorized(self, scope: Scope) -> bool:
+    def _client(self, scope: Scope) -> Any:
         values = [value for name, value in scope.get("headers", ()) if name == b"authorization"]
         if len(values) != 1:
-            return False
+            return None
         scheme, _, credentials = values[0].partition(b" ")
-        # compare_digest takes as long whatever the token's prefix: no timing oracle.
-        return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._token)
+        return self._clients.identify(credentials.strip()) if scheme.lower() == b"bearer" else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("path") in self._open_paths or self._authorized(scope):
+        if scope["type"] != "http" or scope.get("path") in self._open_paths:
             await self.app(scope, receive, send)
             return
-        body = b'{"error": "unauthorized: send Authorization: Bearer <token> (the token toolscout serve was given)"}'
-        await send({
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="toolscout"'),
-            ],
-        })
-        await send({"type": "http.response.body", "body": body})
+        client = self._client(scope)
+        if client is not None:
+            await self.app(authenticated_scope(scope, client), receive, send)
+            return
+        await _refuse(
+            send, 401, "unauthorized: send Authorization: Bearer <token> (the token toolscout serve was given)",
+            [(b"www-authenticate", b'Bearer realm="toolscout"')],
+        )
+
+
+class SessionCap:
+    """ASGI middleware: a client holding `limit` open sessions is refused another (429), while
+    every other client still opens theirs. Without tokens every request is one anonymous client."""
+
+    def __init__(self, app: ASGIApp, manager: Any, limit: int) -> None:
+        self.app = app
+        self._manager = manager
+        self._limit = limit
+
+    def open_sessions(self, client: str | None) -> int:
+        # The SDK keeps no count per owner; its two maps (session -> transport, session -> owner)
+        # are read, never written. Sessions of protocol 2026-07-28 clients do not exist: none count.
+        owners = self._manager._session_owners
+        return sum(
+            1 for session in list(self._manager._server_instances)
+            if (owners.get(session) or {}).get("client_id") == client
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        opening = scope["type"] == "http" and scope.get("method") == "POST" and not any(
+            name == b"mcp-session-id" for name, _ in scope.get("headers", ())
+        )
+        if opening:
+            client = client_name(scope)
+            if self.open_sessions(client) >= self._limit:
+                who = f"client '{client}'" if client else "this client"
+                logger.warning("refusing a new session: %s already holds %d (the per-client limit)", who, self._limit)
+                await _refuse(
+                    send, 429,
+                    f"{who} already holds {self._limit} open sessions, the most one client may "
+                    "(--max-sessions-per-client); end sessions you no longer use (HTTP DELETE) or wait "
+                    "for idle ones to close",
+                    [(b"retry-after", b"60")],
+                )
+                return
+        await self.app(scope, receive, send)
+
+
+# Session ids are bearer capabilities for the session: kept out of the log, whoever logs them.
+_SESSION_ID = re.compile(r"\b[0-9a-fA-F]{32}\b")
+_SESSION_LOGGERS = ("mcp.server.streamable_http", "mcp.server.streamable_http_manager", "mcp.server.sse")
+
+
+class _HideSessionIds(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        hidden = _SESSION_ID.sub("<session id>", message)
+        if hidden != message:
+            record.msg, record.args = hidden, None
+        return True
+
+
+def hide_session_ids() -> None:
+    """Keep session ids out of what the SDK's HTTP transports log (idempotent)."""
+    for name in _SESSION_LOGGERS:
+        sdk_logger = logging.getLogger(name)
+        if not any(isinstance(f, _HideSessionIds) for f in sdk_logger.filters):
+            sdk_logger.addFilter(_HideSessionIds())
 
 
 def http_app(
@@ -116,25 +222,37 @@ def http_app(
     *,
     host: str,
     auth_token: str | None = None,
+    clients: ClientTokens | None = None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
+    sessions: SessionLimits = SessionLimits(),
     gateway: Gateway | None = None,
     metrics: GatewayMetrics | None = None,
 ) -> ASGIApp:
     """The ASGI app serving `server` at /mcp with the checks above; with `gateway`, also the
-    health routes (and /metrics with `metrics`)."""
+    health routes (and /metrics with `metrics`). `auth_token` is one client named `default`,
+    `clients` several (not both)."""
     from asgi_correlation_id import CorrelationIdMiddleware
 
     from toolscout.request_ids import HEADER, usable_request_id
     from toolscout.serving.operations import OPEN_PATHS, operation_routes
 
+    if auth_token is not None and clients is not None:
+        raise ConfigError("give either an auth token or a token file, not both")
+    if auth_token is not None:
+        clients = ClientTokens.single(auth_token)
+    hide_session_ids()
     app: ASGIApp = server.streamable_http_app(
         host=host,
         transport_security=security_settings(host, allowed_hosts, allowed_origins),
         custom_starlette_routes=operation_routes(gateway, metrics) if gateway is not None else None,
+        session_idle_timeout=sessions.idle_timeout,
+        # Bounded per client instead (SessionCap): a global cap lets one client lock out the rest.
+        max_sessions=None,
     )
-    if auth_token:
-        app = BearerAuth(app, auth_token, open_paths=OPEN_PATHS)
+    app = SessionCap(app, server.session_manager, sessions.per_client)
+    if clients is not None:
+        app = BearerAuth(app, clients, open_paths=OPEN_PATHS)
     return CorrelationIdMiddleware(app, header_name=HEADER, validator=usable_request_id)
 
 
@@ -151,18 +269,24 @@ async def serve_http(
     host: str,
     port: int,
     auth_token: str | None = None,
+    clients: ClientTokens | None = None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
+    sessions: SessionLimits = SessionLimits(),
     gateway: Gateway | None = None,
     metrics: GatewayMetrics | None = None,
+    stop: anyio.Event | None = None,
 ) -> None:
-    """Serve until cancelled; logs the address (port 0 picks a free one)."""
+    """Serve until cancelled, or until `stop` is set (then gracefully); logs the address (port 0
+    picks a free one). Signals are the caller's: uvicorn's own handling would re-raise them at the
+    end and kill the process before the gateway's shutdown."""
     import uvicorn
 
     app = http_app(
-        server, host=host, auth_token=auth_token, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
-        gateway=gateway, metrics=metrics,
+        server, host=host, auth_token=auth_token, clients=clients, allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins, sessions=sessions, gateway=gateway, metrics=metrics,
     )
+    guarded = auth_token is not None or clients is not None
     # Bound here rather than by uvicorn so that port 0 works and the real address can be logged.
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -172,14 +296,15 @@ async def serve_http(
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     if not _is_loopback(host):
-        if not auth_token:
+        if not guarded:
             logger.warning("listening on %s without an auth token: anyone who can reach it can run tools; "
                            "pass --auth-token or set %s", host, AUTH_TOKEN_VARIABLE)
         if not allowed_hosts:
             logger.warning("only loopback names%s are accepted in the Host header; add the names clients "
                            "use with --allowed-host", "" if host in _WILDCARDS else f" and {host}")
     logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp%s", shown, bound_port,
-                " (bearer token required)" if auth_token else "")
+                f" (bearer token required; clients: {', '.join(clients.names())})" if clients is not None
+                else " (bearer token required)" if guarded else "")
 
     class Uvicorn(uvicorn.Server):
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
@@ -189,7 +314,20 @@ async def serve_http(
             _close_listen_streams(server)
             await super().shutdown(sockets)
 
-    await Uvicorn(uvicorn.Config(app, log_level="warning", lifespan="on")).serve(sockets=[sock])
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    web = Uvicorn(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    async with anyio.create_task_group() as tg:
+        if stop is not None:
+            async def stop_when_asked() -> None:
+                await stop.wait()
+                web.should_exit = True
+
+            tg.start_soon(stop_when_asked)
+        await web.serve(sockets=[sock])
+        tg.cancel_scope.cancel()
 
 
 def _close_listen_streams(server: Any) -> None:

@@ -345,11 +345,12 @@ class MetaTools:
         if name in catalog.withheld:
             raise ToolCallError(f"Tool '{name}' is withheld: {catalog.withheld[name]}")
         try:
-            withheld = [t for t in self.gateway.listed().tools if t.id in catalog.withheld] if catalog.withheld else []
-            tool = resolve_tool(name, catalog.tools, withheld)
+            tool = self._resolve(name)
         except UnknownToolError:
-            self._raise_if_server_down(name)
-            raise
+            # Its server may be reconnecting, or up a moment before the catalog caught up with it.
+            if not await self._bring_up_server_of(name):
+                raise
+            tool = self._resolve(name)
         raw = arguments.get("arguments")
         extra = {key: value for key, value in arguments.items() if key not in ("name", "arguments")}
         if raw is None and extra:
@@ -380,17 +381,27 @@ class MetaTools:
             result = result.model_copy(update={"content": [*result.content, *(types.TextContent(text=n) for n in notes)]})
         return result
 
-    def _raise_if_server_down(self, tool_id: str) -> None:
-        """An id whose server is down is not unknown: say that the server is the problem."""
+    def _resolve(self, name: str) -> ToolRecord:
+        catalog = self.gateway.catalog
+        withheld = [t for t in self.gateway.listed().tools if t.id in catalog.withheld] if catalog.withheld else []
+        return resolve_tool(name, catalog.tools, withheld)
+
+    async def _bring_up_server_of(self, tool_id: str) -> bool:
+        """An id whose server is down is not unknown: try that server now (bounded), and say that
+        the server is the problem if it stays down. True if it is up, so the id is worth resolving
+        again; False if no configured server is named."""
         # The id's own server, or the one a qualified name ("git.git_log", "mcp__git__git_log") names.
         servers = [self.gateway.server_of(tool_id), *(server for server, _ in qualified_forms(tool_id))]
-        for server in dict.fromkeys(s for s in servers if s):
-            upstream = self.gateway.status_of(server)
-            if upstream is not None and upstream.state is not State.UP:
+        named = [s for s in dict.fromkeys(servers) if s and self.gateway.status_of(s) is not None]
+        for server in named:
+            if not await self.gateway.bring_up(server):
+                upstream = self.gateway.status_of(server)
+                assert upstream is not None
                 why = f"is not available ({upstream.reason or upstream.state.value})"
                 if upstream.configuration_error:
                     raise UpstreamConfigurationError(upstream.name, why)
                 raise UpstreamError(upstream.name, why)
+        return bool(named)
 
     # --- telling clients about changes --------------------------------------------------------
 

@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 import anyio
 import httpx2
+import anyio.abc
 import mcp_types as types
 from mcp import Client, MCPError
 from mcp.shared.exceptions import MCPDeprecationWarning
@@ -134,8 +135,9 @@ class Upstream:
         self.start_timeout = start_timeout
         self.call_timeout = spec.timeout or call_timeout
         self.ping_timeout = ping_timeout
-        # Calls that time out together share one ping: the first pings, the others learn its verdict.
-        self._probing = anyio.Lock()
+        # Calls that time out together share one ping, run in the background of the session.
+        self._probing = False
+        self._session_tasks: anyio.abc.TaskGroup | None = None
         self.limits = limits
         # Calls beyond the cap wait here, in order; the wait counts toward each call's timeout.
         self._slots = anyio.Semaphore(limits.max_concurrent_calls)
@@ -148,7 +150,8 @@ class Upstream:
         # Set when the session ended because the upstream lost it: the supervisor reconnects at once.
         self.reconnect_now = False
         self._on_change = on_change
-        self.state = State.STARTING
+        self._state_changed = anyio.Event()
+        self._state = State.STARTING
         self.reason: str | None = None
         # True once a start failed for a configuration error: starting again cannot help
         # (`toolscout.upstream.failures`); the supervisor does not retry it.
@@ -179,6 +182,12 @@ class Upstream:
         # Why the session before the latest restart ended (shown while it is up again).
         self.last_restart_reason: str | None = None
         self.gave_up = False
+        # What ended the latest attempt, if it raised (the supervisor asks whether it is worth retrying).
+        self.failure: BaseException | None = None
+        # When the supervisor tries again (seconds since the epoch) while it waits to, else None.
+        self.next_attempt: float | None = None
+        # Set when a search or call needs this upstream while it is down: the supervisor's wait ends.
+        self.wanted = anyio.Event()
         # Set once the first attempt has either connected or failed.
         self.settled = anyio.Event()
         # Set by the supervisor when it will not run this upstream again.
@@ -187,6 +196,27 @@ class Upstream:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @state.setter
+    def state(self, state: State) -> None:
+        self._state = state
+        changed, self._state_changed = self._state_changed, anyio.Event()
+        changed.set()
+
+    async def changed(self) -> None:
+        """Wait until the state changes (starting, up, down) or the supervisor stops running it."""
+        async with anyio.create_task_group() as tg:
+            async def on_finished() -> None:
+                await self.finished.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(on_finished)
+            await self._state_changed.wait()
+            tg.cancel_scope.cancel()
 
     def status(self) -> UpstreamStatus:
         return UpstreamStatus(
@@ -200,7 +230,18 @@ class Upstream:
             gave_up=self.gave_up,
             last_restart_reason=self.last_restart_reason,
             configuration_error=self.configuration_error,
+            next_attempt=self.next_attempt,
         )
+
+    def want(self) -> None:
+        """A search or call needs this upstream: if it is waiting to be tried again, try now."""
+        if self.state is State.DOWN:
+            self.wanted.set()
+
+    @property
+    def stopped(self) -> bool:
+        """Told to stop for good (the gateway closes, or its registry entry changed or went)."""
+        return self._stop.is_set()
 
     def stop(self) -> None:
         self._stop.set()
@@ -223,6 +264,7 @@ class Upstream:
             return None
         self.state, self.reason, self._was_up, self._fault = State.STARTING, None, False, None
         self.reconnect_now, self._http_error_status = False, None
+        self.failure, self.next_attempt = None, None
         tail = StderrTail(self.name, redact=self._redact) if self.spec.transport == "stdio" else None
         failure: StartFailure | None = None
         async with anyio.create_task_group() as tg:
@@ -231,6 +273,7 @@ class Upstream:
             try:
                 reason = await self._connect_and_serve(tail)
             except Exception as exc:  # noqa: BLE001 - any failure of one upstream is contained here
+                self.failure = exc
                 if self._was_up:
                     reason = describe_failure(exc)
                 else:
@@ -277,9 +320,14 @@ class Upstream:
 
     def give_up(self, attempts: int) -> None:
         """Called by the supervisor: no more restarts; the status says so."""
-        self.reason = f"{self.reason} (gave up after {attempts} failed attempt{'s' if attempts > 1 else ''})"
+        self.reason = f"{self.reason} (gave up after {plural(attempts, 'failed attempt')})"
         self.gave_up = True
         logger.error("upstream '%s': %s", self.name, self.reason)
+
+    def retry_later(self, attempts: int, interval: float) -> None:
+        """Called by the supervisor once the fast restarts are spent: it keeps trying every `interval`."""
+        self.reason = f"{self.reason} ({plural(attempts, 'failed attempt')}; trying again every {interval:g} s)"
+        logger.warning("upstream '%s': %s", self.name, self.reason)
 
     async def _connect_and_serve(self, tail: StderrTail | None) -> str | None:
         ended, connected = anyio.Event(), anyio.Event()
@@ -338,6 +386,7 @@ class Upstream:
         self._on_change()
         try:
             async with anyio.create_task_group() as tg:
+                self._session_tasks = tg
                 tg.start_soon(self._follow_tool_changes, client)
                 tg.start_soon(self._follow_offer_changes, client)
                 tg.start_soon(self._restore_log_level, client)
@@ -345,12 +394,14 @@ class Upstream:
                 await ended.wait()
                 tg.cancel_scope.cancel()
         finally:
+            self._session_tasks = None
             self._set_client(None, None)
 
     @asynccontextmanager
     async def _transport(self, tail: StderrTail | None, ended: anyio.Event) -> AsyncIterator[Any]:
         async with open_transport(
-            self.spec, tail=tail, max_line_bytes=self.limits.max_line_bytes, on_fault=self._on_fault,
+            self.spec, tail=tail, max_line_bytes=self.limits.max_line_bytes,
+            max_result_bytes=self.limits.max_result_bytes, on_fault=self._on_fault,
             on_http_response=self._record_http_status,
         ) as (read, write):
             yield EndWatchingStream(read, ended), write
@@ -699,8 +750,7 @@ class Upstream:
                 f"{what} waited {timeout:g} s for one of the {cap} call slots of this upstream "
                 "(max_concurrent_calls); the calls ahead of it are still running",
             )
-        verdict = await self._probe_after_timeout()
-        raise UpstreamError(self.name, f"did not answer {what} within {timeout:g} s{verdict}")
+        raise UpstreamError(self.name, f"did not answer {what} within {timeout:g} s{self._probe_after_timeout()}")
 
     async def _relay_sampling(self, context: Any, params: types.CreateMessageRequestParams) -> Any:
         caller = self._caller_asking("sample with the client's model (sampling/createMessage)")
@@ -727,18 +777,23 @@ class Upstream:
         logger.warning("upstream '%s' wanted to %s, but %s", self.name, what, why)
         return types.ErrorData(code=types.INVALID_REQUEST, message=f"toolscout cannot {what}: {why}")
 
-    async def _probe_after_timeout(self) -> str:
-        """After a call timed out: ping; an upstream that does not answer that either is restarted.
+    def _probe_after_timeout(self) -> str:
+        """After a call timed out: ping in the background; an upstream that does not answer that
+        either is restarted. Returns what the call's error adds (the call does not wait for it).
 
         A slow tool leaves the upstream answering pings; a deadlock or a blocking sleep in its only
-        thread does not, and would time out every later call. Returns what the call's error adds.
+        thread does not, and would time out every later call.
         """
-        client, ended = self._client, self._ended
-        if client is None or ended is None:
-            return ""
-        async with self._probing:
-            if self._client is not client:
-                return "; it had stopped answering and is being restarted"
+        client, ended, tasks = self._client, self._ended, self._session_tasks
+        if client is None or ended is None or tasks is None:
+            return "; it had stopped answering and is being restarted"
+        if not self._probing:
+            self._probing = True
+            tasks.start_soon(self._ping_or_restart, client, ended)
+        return f"; it is being pinged now, and is restarted if it does not answer within {self.ping_timeout:g} s"
+
+    async def _ping_or_restart(self, client: Client, ended: anyio.Event) -> None:
+        try:
             with anyio.move_on_after(self.ping_timeout):
                 try:
                     # The session's ping: the protocol of 2026-07-28 dropped it, and an upstream on
@@ -746,14 +801,17 @@ class Upstream:
                     await client.session.send_ping()
                 except MCPError as exc:
                     if exc.code == types.CONNECTION_CLOSED:
-                        return ""  # it went down on its own; the reason is recorded
+                        return  # it went down on its own; the reason is recorded
                 except Exception:  # noqa: BLE001 - the session ended on its own; its reason is recorded
-                    return ""
-                return "; it still answers pings, so the tool itself is slow or stuck"
+                    return
+                logger.info("upstream '%s' still answers pings after a call timed out: the tool itself is slow or stuck",
+                            self.name)
+                return
             self._fault = f"stopped answering (a call timed out, then a ping had no answer within {self.ping_timeout:g} s)"
             logger.warning("upstream '%s' %s; restarting it", self.name, self._fault)
             ended.set()
-        return f"; it did not answer a ping within {self.ping_timeout:g} s either, so it is being restarted"
+        finally:
+            self._probing = False
 
     def _session_gone(self, exc: MCPError) -> bool:
         """An HTTP upstream that restarted answers our old session id with 404 (spec: start anew)."""
@@ -782,16 +840,25 @@ class Upstream:
         )
 
     def _bounded(self, tool: str, result: types.CallToolResult) -> types.CallToolResult:
-        """Cut an oversized result to the limit; hide registry secrets an upstream echoes in an error."""
+        """Cut an oversized result to the limit; hide registry secrets an upstream echoes in it
+        (in an error, or in what it returns: its text and its structured content). An error's text
+        is read by the agent as a message: paths shortened, capped as well."""
         if result.is_error:
-            # An error is read by the agent as a message: secrets hidden, paths shortened, capped.
             content = [
-                types.TextContent(text=upstream_error_text(self._redact(block.text)))
+                block.model_copy(update={"text": upstream_error_text(self._redact(block.text))})
                 if isinstance(block, types.TextContent) else block
                 for block in result.content
             ]
             result = result.model_copy(update={"content": content})
-        return bound_result(result, self.limits.max_result_bytes, server=self.name, tool=tool)
+        result = bound_result(result, self.limits.max_result_bytes, server=self.name, tool=tool)
+        if self.spec.secrets:
+            content = [
+                block.model_copy(update={"text": self._redact(block.text)}) if isinstance(block, types.TextContent) else block
+                for block in result.content
+            ]
+            structured = _redacted_json(result.structured_content, self._redact)
+            result = result.model_copy(update={"content": content, "structured_content": structured})
+        return result
 
     def _mark_down(self, reason: str | None) -> None:
         was_up = self.state is State.UP
@@ -820,3 +887,14 @@ class Upstream:
             data = redacted
         params = message.params.model_copy(update={"data": data})
         return message.model_copy(update={"params": params})
+
+
+def _redacted_json(value: Any, redact_text: Callable[[str], str]) -> Any:
+    """`value` (parsed JSON) with `redact_text` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, list):
+        return [_redacted_json(item, redact_text) for item in value]
+    if isinstance(value, dict):
+        return {redact_text(key): _redacted_json(item, redact_text) for key, item in value.items()}
+    return value

@@ -7,6 +7,7 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_MAX_RESTARTS",
     "DEFAULT_READY_WAIT",
+    "DEFAULT_RETRY_INTERVAL",
     "DEFAULT_START_TIMEOUT",
     "STABLE_UPTIME",
 ]
@@ -21,3 +22,7 @@ DEFAULT_MAX_RESTARTS = 5
 # How long `serve` waits for upstreams before a client's first `initialize` is answered, so that the
 # instructions it gets describe them; later ones still join (clients are told with tools/list_changed).
 DEFAULT_READY_WAIT = 10.0
+# After the fast restarts have failed, an upstream is tried again this often (seconds) for as long as
+# the gateway runs: a laptop that booted offline, or a remote server down for maintenance, comes back
+# without a restart of the gateway. A search or call that needs it tries at once (see pool.py).
+DEFAULT_RETRY_INTERVAL = 60.0

@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 # Appended to the reason of an upstream that is down for a configuration error.
-CONFIGURATION_NOTE = "a configuration error: not retried until the entry changes and toolscout restarts"
+CONFIGURATION_NOTE = "a configuration error: not retried until the entry changes"
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ __all__ = [
     "publish_statuses",
     "registry_key",
     "running_gateways",
+    "status_file",
     "write_private_json",
 ]
 
@@ -59,6 +60,11 @@ class PublishedGateway:
     upstreams: dict[str, dict[str, Any]]
 
 
+def status_file(directory: Path | None = None) -> Path:
+    """This process's status file (which exists only while it serves)."""
+    return (directory or gateways_dir()) / f"{os.getpid()}.json"
+
+
 def registry_key(registries: Sequence[Path]) -> list[str]:
     """The registries a gateway serves, in a form that compares equal however they were named."""
     return sorted(str(Path(path).expanduser().resolve()) for path in registries)
@@ -76,7 +82,7 @@ async def publish_statuses(
     Publishing is a courtesy to the person running `toolscout tools`: if the file cannot be
     written, the gateway logs why once and goes on serving.
     """
-    path = (directory or gateways_dir()) / f"{os.getpid()}.json"
+    path = status_file(directory)
     header = {"pid": os.getpid(), "transport": transport, "started_at": time.time(), "registries": registry_key(registries)}
     written: list[dict[str, Any]] | None = None
     try:
@@ -124,6 +130,7 @@ def _status_row(status: UpstreamStatus) -> dict[str, Any]:
         "restarts": status.restarts,
         "gave_up": status.gave_up,
         "last_restart_reason": status.last_restart_reason,
+        "next_attempt": status.next_attempt,
     }
 
 

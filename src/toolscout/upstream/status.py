@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from toolscout.errors import ToolscoutError
+from toolscout.errors import ConfigError, ToolscoutError
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -40,6 +40,8 @@ class UpstreamStatus:
     gave_up: bool = False
     # Why the session before the latest restart ended (e.g. it crashed, or stopped answering).
     last_restart_reason: str | None = None
+    # When the supervisor tries it next (seconds since the epoch), while it waits to; else None.
+    next_attempt: float | None = None
     # True: it failed for a configuration error (`toolscout.upstream.failures`) and is not retried.
     configuration_error: bool = False
 

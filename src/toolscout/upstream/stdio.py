@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import Any, TextIO
@@ -28,9 +29,10 @@ import mcp_types as types
 from mcp.shared.message import SessionMessage
 
 from toolscout.errors import StdoutFault
-from toolscout.upstream.limits import DEFAULT_MAX_LINE_BYTES, human_size
+from toolscout.upstream.limits import DEFAULT_MAX_LINE_BYTES, Limits, human_size
+from toolscout.upstream.oversized import OversizedLine, salvage
 
-__all__ = ["MAX_JUNK_LINES", "LineReader", "stdio_transport"]
+__all__ = ["MAX_JUNK_LINES", "LineReader", "end_all_process_groups", "stdio_transport"]
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +40,8 @@ logger = logging.getLogger(__name__)
 # common (a banner printed at start-up); thousands in a row are a flood.
 MAX_JUNK_LINES = 1000
 _READ_SIZE = 65536
+# Of a line over the limit, the last bytes kept (where some serializers put the request id).
+_TAIL_BYTES = 4096
 # After stdin closes, how long a well-behaved server gets to exit on its own.
 _EXIT_GRACE = 2.0
 # After SIGTERM to the group, how long before SIGKILL.
@@ -50,15 +54,21 @@ _EXIT_POLL = 0.05
 
 
 class LineReader:
-    """Splits a byte stream into lines, refusing to buffer a line longer than `max_bytes`."""
+    """Splits a byte stream into lines, never buffering more than `max_bytes` of one.
 
-    def __init__(self, stream: anyio.abc.ByteReceiveStream, max_bytes: int) -> None:
+    A longer line is returned as an `OversizedLine` (its start, its last bytes, its size) once it
+    ends: the middle is read and dropped. One that goes on past `skip_factor` times the limit is
+    an endless line, not a big message: `StdoutFault`.
+    """
+
+    def __init__(self, stream: anyio.abc.ByteReceiveStream, max_bytes: int, *, skip_factor: int = 16) -> None:
         self._stream = stream
         self._max = max_bytes
+        self._max_skipped = max_bytes * skip_factor
         self._buffer = bytearray()
         self._scanned = 0
 
-    async def next_line(self) -> bytes | None:
+    async def next_line(self) -> bytes | OversizedLine | None:
         """The next line without its newline; None at end of stream."""
         while True:
             end = self._buffer.find(b"\n", self._scanned)
@@ -68,15 +78,44 @@ class LineReader:
                 self._scanned = 0
                 return line
             if len(self._buffer) > self._max:
-                raise StdoutFault(f"wrote a line over {human_size(self._max)} on stdout (max_line_bytes)")
+                return await self._skip_rest()
             self._scanned = len(self._buffer)
-            try:
-                self._buffer += await self._stream.receive(_READ_SIZE)
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            chunk = await self._receive()
+            if chunk is None:
                 if self._buffer:
                     line, self._buffer = bytes(self._buffer), bytearray()
                     return line
                 return None
+            self._buffer += chunk
+
+    async def _receive(self) -> bytes | None:
+        try:
+            return await self._stream.receive(_READ_SIZE)
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return None
+
+    async def _skip_rest(self) -> OversizedLine:
+        """Keep the start of the line in the buffer, drop its middle, keep its last bytes."""
+        head = bytes(self._buffer[: self._max])
+        tail = bytes(self._buffer[-_TAIL_BYTES:])
+        size = len(self._buffer)
+        self._buffer.clear()
+        while True:
+            chunk = await self._receive()
+            if chunk is None:
+                return OversizedLine(head, tail, size)
+            end = chunk.find(b"\n")
+            if end >= 0:
+                self._buffer += chunk[end + 1:]
+                self._scanned = 0
+                return OversizedLine(head, (tail + chunk[:end])[-_TAIL_BYTES:], size + end)
+            size += len(chunk)
+            tail = (tail + chunk)[-_TAIL_BYTES:]
+            if size > self._max_skipped:
+                raise StdoutFault(
+                    f"wrote a line over {human_size(self._max_skipped)} on stdout, {self._max_skipped // self._max} "
+                    f"times the {human_size(self._max)} limit on one message (max_line_bytes)"
+                )
 
 
 def _parse(line: bytes) -> SessionMessage | Exception:
@@ -96,12 +135,14 @@ async def stdio_transport(
     cwd: str | None,
     stderr: TextIO,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    max_result_bytes: int = Limits().max_result_bytes,
     on_fault: Callable[[str], None] = lambda reason: None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Start the upstream and yield (read, write) streams for an MCP client session."""
     process = await anyio.open_process(
         [command, *args], env=dict(env), cwd=cwd, stderr=stderr, start_new_session=sys.platform != "win32"
     )
+    _live_groups.add(process.pid)
     # Nothing may await between the spawn and the try below, or a cancellation would leak the child.
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
@@ -124,6 +165,15 @@ async def stdio_transport(
         reader, junk = LineReader(process.stdout, max_line_bytes), 0
         try:
             while (line := await reader.next_line()) is not None:
+                if isinstance(line, OversizedLine):
+                    salvaged = salvage(line, max_line_bytes=max_line_bytes, max_result_bytes=max_result_bytes)
+                    if salvaged is None:
+                        logger.warning("an upstream wrote a message of %s on stdout, over the %s limit "
+                                       "(max_line_bytes), that answers no call; dropped it",
+                                       human_size(line.size), human_size(max_line_bytes))
+                    else:
+                        await read_writer.send(salvaged)
+                    continue
                 if not line.strip():
                     continue
                 item = _parse(line)
@@ -177,6 +227,7 @@ async def stdio_transport(
         with anyio.CancelScope(shield=True):
             # Backstop for a cancellation that came before the task group took over.
             await _kill_group(process)
+            _live_groups.discard(process.pid)
             for stream in (read_stream, read_writer, write_stream, write_reader):
                 await stream.aclose()
             _close_transport(process)
@@ -251,6 +302,35 @@ async def _kill_group(process: anyio.abc.Process) -> None:
             await anyio.sleep(0.01)
         return
     _signal_group(pgid, signal.SIGKILL)
+
+
+# The process groups of every stdio upstream started and not yet known to be gone: what a gateway
+# that must exit now (a second signal, a shutdown past its bound) ends without the event loop.
+_live_groups: set[int] = set()
+
+
+def end_all_process_groups(grace: float) -> None:
+    """SIGTERM every upstream's process group, SIGKILL what is left after `grace` seconds.
+
+    Synchronous and safe from any thread: it is the last thing a gateway does when it cannot wait
+    for the ordered shutdown (MCP's: stdin closed, a grace period, then the group).
+    """
+    if sys.platform == "win32":
+        return  # the event loop's shutdown kills them; there are no process groups to reach
+    groups = [pgid for pgid in list(_live_groups) if _signal_group(pgid, signal.SIGTERM)]
+    deadline = time.monotonic() + grace
+    while groups and time.monotonic() < deadline:
+        time.sleep(0.02)
+        groups = [pgid for pgid in groups if _group_left(pgid)]
+    for pgid in groups:
+        _signal_group(pgid, signal.SIGKILL)
+
+
+def _group_left(pgid: int) -> bool:
+    """Whether any process of the group is left, reaping the leader if it is our exited child."""
+    with suppress(ChildProcessError, OSError):
+        os.waitpid(pgid, os.WNOHANG)
+    return _signal_group(pgid, 0)
 
 
 def _signal_group(pgid: int, sig: int) -> bool:

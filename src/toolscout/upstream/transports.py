@@ -15,6 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from toolscout.registry.loading import ServerSpec, resolve_command, upstream_environment
 from toolscout.upstream.self_reference import GATEWAY_MARKER
+from toolscout.upstream.limits import Limits
 from toolscout.upstream.stderr import StderrTail
 from toolscout.upstream.stdio import stdio_transport
 
@@ -48,6 +49,7 @@ async def open_transport(
     max_line_bytes: int,
     on_fault: Callable[[str], None],
     on_http_response: ResponseHook | None = None,
+    max_result_bytes: int = Limits().max_result_bytes,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """(read stream, write stream) to the upstream `spec` names. A stdio upstream writes its stderr
     to `tail`, its stdout lines are capped at `max_line_bytes`, and `on_fault(reason)` hears why
@@ -64,6 +66,7 @@ async def open_transport(
                 cwd=spec.cwd,
                 stderr=tail.writer(),
                 max_line_bytes=max_line_bytes,
+                max_result_bytes=max_result_bytes,
                 on_fault=on_fault,
             )
             try:

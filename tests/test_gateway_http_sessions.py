@@ -1,0 +1,178 @@
+"""HTTP sessions belong to their client: named tokens from a token file, a session bound to the
+credential that opened it, a per-client session cap that refuses only the client over it, and
+session ids kept out of the log. Served by uvicorn in this process; real HTTP, real MCP sessions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import httpx2 as httpx
+import pytest
+import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from support.registries import fast_search_settings, python_server, write_registry
+from support.serve_process import serve_command, served_over_http
+from support.waiting import wait_until
+
+from toolscout.errors import ConfigError
+from toolscout.gateway import Gateway, GatewayOptions
+from toolscout.registry.loading import load_registries
+from toolscout.search import ToolSearch
+from toolscout.serving.clients import client_name, load_client_tokens
+from toolscout.serving.http import SessionLimits, http_app
+from toolscout.serving.server import build_server
+
+pytestmark = pytest.mark.anyio
+
+ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-fedcba9876543210"
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}},
+}
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def _token_file(path: Path) -> Path:
+    path.write_text(json.dumps({"clients": [
+        {"name": "alice", "token": ALICE},
+        {"name": "bob", "token_sha256": hashlib.sha256(BOB.encode()).hexdigest(), "profile": "readonly"},
+    ]}))
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[str]:
+    registry = write_registry(tmp_path / "servers.json", {"weather": python_server("weather_server.py")})
+    clients = load_client_tokens(_token_file(tmp_path / "tokens.json"))
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=0)) as gateway:
+                await gateway.ready(20)
+                app = http_app(build_server(gateway), host="127.0.0.1", clients=clients, sessions=SessionLimits(per_client=2))
+                sock = socket.create_server(("127.0.0.1", 0))
+                server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+                tg.start_soon(server.serve, [sock])
+                await wait_until(lambda: server.started, timeout=10, interval=0.01)
+                yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+                server.should_exit = True
+
+
+async def _open(http: httpx.AsyncClient, url: str, token: str) -> httpx.Response:
+    return await http.post(url, json=INITIALIZE, headers={**MCP_HEADERS, "authorization": f"Bearer {token}"})
+
+
+def _ping(session: str, token: str) -> dict[str, str]:
+    return {**MCP_HEADERS, "authorization": f"Bearer {token}", "mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+
+
+PING = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+
+
+async def test_a_session_can_be_used_and_ended_only_by_the_client_that_opened_it(served: str) -> None:
+    with anyio.fail_after(30):
+        async with httpx.AsyncClient() as http:
+            opened = await _open(http, served, ALICE)
+            session = opened.headers["mcp-session-id"]
+            by_bob = await http.post(served, json=PING, headers=_ping(session, BOB))
+            bob_streams = await http.get(served, headers=_ping(session, BOB))
+            bob_deletes = await http.delete(served, headers=_ping(session, BOB))
+            by_alice = await http.post(served, json=PING, headers=_ping(session, ALICE))
+            alice_deletes = await http.delete(served, headers=_ping(session, ALICE))
+            after = await http.post(served, json=PING, headers=_ping(session, ALICE))
+    assert opened.status_code == 200
+    # Another client's requests are answered as if the session did not exist.
+    assert by_bob.status_code == bob_streams.status_code == bob_deletes.status_code == 404
+    assert by_alice.status_code == 200 and alice_deletes.status_code == 200
+    assert after.status_code == 404
+
+
+async def test_a_client_at_its_session_limit_is_refused_while_others_still_get_sessions(served: str) -> None:
+    with anyio.fail_after(30):
+        async with httpx.AsyncClient() as http:
+            first, second = await _open(http, served, ALICE), await _open(http, served, ALICE)
+            third = await _open(http, served, ALICE)
+            bobs = await _open(http, served, BOB)
+            await http.delete(served, headers=_ping(first.headers["mcp-session-id"], ALICE))
+            again = await _open(http, served, ALICE)
+    assert first.status_code == second.status_code == 200
+    assert third.status_code == 429 and "client 'alice' already holds 2 open sessions" in third.json()["error"]
+    assert bobs.status_code == 200
+    assert again.status_code == 200
+
+
+async def test_session_ids_are_never_logged(served: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    with anyio.fail_after(30):
+        async with create_mcp_http_client(headers={"Authorization": f"Bearer {ALICE}"}) as http:
+            async with Client(streamable_http_client(served, http_client=http), mode="legacy") as client:
+                await client.call_tool("search_tools", {"query": "weather"})
+        async with httpx.AsyncClient() as http:
+            opened = await _open(http, served, ALICE)
+            ids = [opened.headers["mcp-session-id"]]
+            await http.post(served, json=PING, headers=_ping(ids[0], BOB))  # refused: logged by the SDK
+            await http.delete(served, headers=_ping(ids[0], ALICE))
+    # The server side's records (the test's own HTTP client logs the headers it receives).
+    server_side = ("mcp.server", "toolscout", "uvicorn", "starlette")
+    logged = "\n".join(record.getMessage() for record in caplog.records if record.name.startswith(server_side))
+    assert "session" in logged.lower()
+    for session_id in ids:
+        assert session_id not in logged
+
+
+async def test_handlers_learn_which_client_sent_a_request(tmp_path: Path) -> None:
+    from toolscout.serving.clients import authenticated_scope
+
+    (alice, bob) = load_client_tokens(_token_file(tmp_path / "tokens.json")).clients
+    assert client_name(authenticated_scope({"type": "http"}, bob)) == "bob"
+    assert bob.options == {"profile": "readonly"} and alice.options == {}
+    assert client_name({"type": "http"}) is None
+
+
+@pytest.mark.parametrize(("clients", "problem"), [
+    ([], "needs a non-empty list 'clients'"),
+    ([{"name": "a b", "token": ALICE}], "'name' must be 1-64 letters"),
+    ([{"name": "a", "token": ALICE}, {"name": "a", "token": BOB}], "the name 'a' is used twice"),
+    ([{"name": "a", "token": ALICE}, {"name": "b", "token": ALICE}], "the same token as another client"),
+    ([{"name": "a", "token": "short"}], "at least 16 characters"),
+    ([{"name": "a"}], "exactly one of 'token' and 'token_sha256'"),
+    ([{"name": "a", "token_sha256": "abc"}], "64 hexadecimal digits"),
+])
+def test_a_bad_token_file_is_refused_saying_what_is_wrong(tmp_path: Path, clients: list, problem: str) -> None:
+    path = tmp_path / "tokens.json"
+    path.write_text(json.dumps({"clients": clients}))
+    path.chmod(0o600)
+    with pytest.raises(ConfigError, match=problem):
+        load_client_tokens(path)
+
+
+def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    path = _token_file(tmp_path / "tokens.json")
+    path.chmod(0o644)
+    with pytest.raises(ConfigError, match="chmod 600"):
+        load_client_tokens(path)
+
+
+async def test_serve_takes_its_clients_from_the_token_file(tmp_path: Path) -> None:
+    registry = write_registry(tmp_path / "servers.json", {"weather": python_server("weather_server.py")})
+    tokens = _token_file(tmp_path / "tokens.json")
+    command = serve_command(registry, "--transport", "http", "--port", "0", "--max-sessions-per-client", "1")
+    env = {key: value for key, value in os.environ.items() if key != "TOOLSCOUT_AUTH_TOKEN"}
+    with anyio.fail_after(60):
+        async with served_over_http(command, env={**env, "TOOLSCOUT_TOKENS_FILE": str(tokens)}) as url:
+            async with httpx.AsyncClient() as http:
+                unknown = await _open(http, url, "not-a-known-token-000000")
+                alice = await _open(http, url, ALICE)
+                alice_again = await _open(http, url, ALICE)
+                bob = await _open(http, url, BOB)
+    assert unknown.status_code == 401
+    assert alice.status_code == 200 and alice_again.status_code == 429 and bob.status_code == 200
