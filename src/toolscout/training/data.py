@@ -96,6 +96,13 @@ class TrainingData:
     def need_of(self, tool_id: str) -> str:
         return self.need.get(tool_id, tool_id)
 
+    def catalogs(self) -> dict[str, list[str]]:
+        """Tool ids by source: the catalog each source's requests were written against."""
+        by_source: dict[str, list[str]] = {}
+        for tool_id, source in self.tool_source.items():
+            by_source.setdefault(source, []).append(tool_id)
+        return by_source
+
     def serves(self, request: Request, tool_id: str) -> bool:
         """Whether `tool_id` is, or is a version of, a tool the request names."""
         need = self.need_of(tool_id)

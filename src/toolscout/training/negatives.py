@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import random
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from toolscout.search import SearchSettings, ToolSearch
@@ -34,9 +33,7 @@ def mine_negatives(
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Pair]:
     rng = random.Random(seed + 2)
-    by_source: dict[str, list[str]] = defaultdict(list)
-    for tool_id, source in data.tool_source.items():
-        by_source[source].append(tool_id)
+    by_source = data.catalogs()
     engines: dict[str, ToolSearch] = {}
     mined: list[Pair] = []
     for done, (request, positive) in enumerate(pairs, start=1):

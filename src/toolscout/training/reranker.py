@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from toolscout.training.data import LICENSED_SOURCES, TrainingData, balanced, load_training_folder, split_validation
+from toolscout.training.data import LICENSED_SOURCES, balanced, load_training_folder, split_validation
 
 __all__ = [
     "CANDIDATES_FILE",
@@ -100,7 +100,7 @@ def prepare_reranker(plan: RerankerPlan, run_dir: Path) -> Path:
     by_request: dict[Any, list[str]] = defaultdict(list)
     for request, positive in chosen:
         by_request[request].append(positive)
-    catalogs = _catalogs(data)
+    catalogs = data.catalogs()
     engines: dict[str, Any] = {}
     log.info("reranker: keyword candidates for %d requests", len(by_request))
     with (run_dir / CANDIDATES_FILE).open("w", encoding="utf-8") as out:
@@ -125,13 +125,6 @@ def prepare_reranker(plan: RerankerPlan, run_dir: Path) -> Path:
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
     plan_path.write_text(plan.to_json())
     return run_dir
-
-
-def _catalogs(data: TrainingData) -> dict[str, list[str]]:
-    catalogs: dict[str, list[str]] = defaultdict(list)
-    for tool_id, source in data.tool_source.items():
-        catalogs[source].append(tool_id)
-    return catalogs
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
