@@ -105,8 +105,8 @@ class AppConfig:
     """Everything toolscout runs with, read from a command's arguments once."""
 
     gateway: GatewayOptions = GatewayOptions()
-    # The registries named on the command line; none: the bundled one.
-    registries: tuple[Path, ...] = ()
+    # The registries named on the command line (files, and URLs as str); none: the bundled one.
+    registries: tuple[Path | str, ...] = ()
     model: str | None = None
     weights: str | None = None
     # None: the default reranker (none); "bundled", a package or a folder: that one.
@@ -122,7 +122,7 @@ class AppConfig:
     learning: LearningOptions | None = None
     serving: ServingOptions = field(default_factory=ServingOptions)
 
-    def registry_paths(self) -> list[Path]:
+    def registry_paths(self) -> list[Path | str]:
         from toolscout.registry.loading import default_registry_path
 
         return list(self.registries) or [default_registry_path()]

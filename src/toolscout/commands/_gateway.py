@@ -32,14 +32,16 @@ __all__ = [
     "byte_size",
     "command_options",
     "fail",
+    "registry_source",
 ]
 
 
 
 def add_registry_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--registry", action="append", type=Path, metavar="FILE",
-        help="registry of upstream servers (JSON); repeat to merge several (default: the bundled one)",
+        "--registry", action="append", type=registry_source, metavar="FILE|URL",
+        help="registry of upstream servers: a JSON file, or an https URL of a registry document or an MCP "
+             "Registry API listing; repeat to merge several (default: the bundled one)",
     )
     parser.add_argument(
         "--start-timeout", type=float, default=DEFAULT_START_TIMEOUT, metavar="SECONDS",
@@ -68,6 +70,19 @@ def add_call_limit_options(parser: argparse.ArgumentParser) -> None:
         "--max-concurrent-calls", type=int, default=defaults.max_concurrent_calls, metavar="N",
         help=f"calls in flight per upstream; more wait their turn within the call timeout (default {defaults.max_concurrent_calls})",
     )
+
+
+def registry_source(text: str) -> Path | str:
+    """A --registry value: a URL (kept as str, checked to be https or loopback http) or a file path."""
+    from toolscout.errors import ConfigError
+    from toolscout.registry.urls import is_registry_url, require_secure_url
+
+    if not is_registry_url(text):
+        return Path(text)
+    try:
+        return require_secure_url(text, "registry URL")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def byte_size(text: str) -> int:
