@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -14,7 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
-import uvicorn
+from support.asgi import serve_asgi
 from support.http_registry import HttpRegistry, listed
 from support.registries import fast_search_settings
 from upstreams import weather_server
@@ -190,18 +189,11 @@ def test_a_registry_file_can_name_registry_urls(registry: HttpRegistry, tmp_path
         load_registries([config])
 
 
-async def _serve(app: Any, task_group: anyio.abc.TaskGroup) -> tuple[str, uvicorn.Server]:
-    sock = socket.create_server(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    task_group.start_soon(server.serve, [sock])
-    return f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", server
-
-
 @pytest.fixture
 async def weather_url() -> AsyncIterator[str]:
     async with anyio.create_task_group() as tg:
-        url, server = await _serve(weather_server.server.streamable_http_app(), tg)
-        yield url
+        base, server = await serve_asgi(weather_server.server.streamable_http_app(), tg)
+        yield f"{base}/mcp"
         server.should_exit = True
 
 

@@ -6,6 +6,7 @@
      |         +-- PinStateError   the pin state cannot be read, written or locked
      |         +-- StateUnavailable  the store cannot be reached now (a database restarting, ...)
      +-- UpstreamError             an upstream server failed to start, died, or timed out
+     +-- SignInRequired            an OAuth upstream has no usable token; message names the login command
      +-- StdoutFault               a stdio upstream broke the framing of its stdout (ends its session)
      +-- ToolCallError             a call the agent made cannot be carried out as asked
      |    +-- UnknownToolError
@@ -32,6 +33,7 @@ __all__ = [
     "PinStateError",
     "RequestError",
     "SamplingUnavailableError",
+    "SignInRequired",
     "StateError",
     "StateUnavailable",
     "StdoutFault",
@@ -68,6 +70,10 @@ class UpstreamError(ToolscoutError):
     def __init__(self, server: str, message: str) -> None:
         super().__init__(f"upstream '{server}': {message}")
         self.server = server
+
+
+class SignInRequired(ToolscoutError):
+    """An OAuth-protected upstream has no token toolscout may use (none yet, expired, or unreadable)."""
 
 
 class StdoutFault(ToolscoutError):

@@ -147,9 +147,12 @@ def translate_server_json(doc: object, where: str, *, from_url: bool = False) ->
             "or a 'remotes' entry"
         )
     # toolscout's own per-entry settings are accepted on server.json documents too.
-    for key in ("timeout", "disabled"):
+    for key in ("timeout", "disabled", "oauth"):
         if key in doc:
             entry[key] = doc[key]
+    if from_url and isinstance(entry.get("oauth"), dict):
+        # A client secret is the user's to give, never a downloaded document's.
+        entry["oauth"] = {k: v for k, v in entry["oauth"].items() if k != "clientSecret"}
     return name, entry
 
 

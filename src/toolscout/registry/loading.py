@@ -38,6 +38,7 @@ from toolscout.registry.formats import Entry, entries_from_document
 from toolscout.registry.urls import is_registry_url
 
 __all__ = [
+    "OAuthSettings",
     "ServerSpec",
     "default_registry_path",
     "load_registries",
@@ -48,6 +49,25 @@ __all__ = [
 ]
 
 Transport = Literal["stdio", "http", "sse"]
+
+
+@dataclass(frozen=True)
+class OAuthSettings:
+    """How toolscout signs in to a remote server with OAuth 2.1 (the entry's "oauth" key).
+
+    Nothing set: discovery, then a client ID metadata document where the authorization server
+    accepts one (`client_metadata_url`), else dynamic client registration."""
+
+    # A client registered beforehand with the authorization server; the secret, if any, is a secret.
+    client_id: str | None = None
+    client_secret: str | None = None
+    # Scopes to ask for; none: what the server's metadata or its 401 challenge names.
+    scopes: tuple[str, ...] = ()
+    # An https URL of a client ID metadata document describing toolscout, for servers that accept one.
+    client_metadata_url: str | None = None
+    # The loopback address the sign-in redirect comes back to (a pre-registered client needs a
+    # fixed one); none: a free port of 127.0.0.1 chosen at sign-in.
+    redirect_uri: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +90,9 @@ class ServerSpec:
     secrets: frozenset[str] = frozenset()
     # Why this entry cannot be started, when it cannot (the others still start).
     error: str | None = None
+    # OAuth 2.1 sign-in of a remote server; None: no OAuth (a stdio server, "oauth": false, or an
+    # entry that sends its own Authorization header).
+    oauth: OAuthSettings | None = None
 
 
 # --- loading -----------------------------------------------------------------------------------
@@ -88,6 +111,17 @@ _ENTRY_SCHEMA: dict[str, Any] = {
         "type": {"enum": ["stdio", "http", "streamable-http", "streamableHttp", "sse"]},
         "timeout": {"type": "number", "exclusiveMinimum": 0},
         "disabled": {"type": "boolean"},
+        "oauth": {"anyOf": [{"type": "boolean"}, {
+            "type": "object",
+            "properties": {
+                "clientId": {"type": "string", "minLength": 1},
+                "clientSecret": {"type": "string"},
+                "scopes": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                "clientMetadataUrl": {"type": "string", "pattern": "^https://"},
+                "redirectUri": {"type": "string", "pattern": "^http://(127\\.0\\.0\\.1|localhost|\\[::1\\])(:[0-9]+)?/"},
+            },
+            "additionalProperties": False,
+        }]},
     },
 }
 _ENTRY_VALIDATOR = jsonschema.Draft202012Validator(_ENTRY_SCHEMA)
@@ -253,6 +287,7 @@ def build_spec(name: str, entry: object, source: Path | str) -> ServerSpec | Non
             "starts in, or write ${VAR:-default} in the registry"
         )
     timeout = entry.get("timeout")
+    oauth = _oauth_settings(entry, url, headers, expander) if url else None
     return ServerSpec(
         name=name,
         transport="stdio" if command else "sse" if kind == "sse" else "http",
@@ -266,6 +301,23 @@ def build_spec(name: str, entry: object, source: Path | str) -> ServerSpec | Non
         source=str(source),
         secrets=frozenset(s for s in expander.secrets if len(s) >= MIN_SECRET_LENGTH),
         error=error,
+        oauth=oauth,
+    )
+
+
+def _oauth_settings(entry: dict[str, Any], url: str, headers: Mapping[str, str], expander: _Expander) -> OAuthSettings | None:
+    """A remote entry signs in with OAuth unless it says "oauth": false or sends its own credentials."""
+    setting = entry.get("oauth")
+    if setting is False or (setting is None and any(k.lower() == "authorization" for k in headers)):
+        return None
+    given = setting if isinstance(setting, dict) else {}
+    secret = given.get("clientSecret")
+    return OAuthSettings(
+        client_id=given.get("clientId"),
+        client_secret=expander.expand(secret, "oauth.clientSecret", secret=True) if secret else None,
+        scopes=tuple(given.get("scopes", ())),
+        client_metadata_url=given.get("clientMetadataUrl"),
+        redirect_uri=given.get("redirectUri"),
     )
 
 

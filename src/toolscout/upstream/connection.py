@@ -27,7 +27,8 @@ from mcp.client.subscriptions import ListenNotSupportedError, ResourceUpdated, S
 from pydantic import ValidationError
 
 from toolscout import __version__
-from toolscout.errors import UpstreamError
+from toolscout.errors import SignInRequired, UpstreamError
+from toolscout.oauth.provider import upstream_auth
 from toolscout.registry.loading import ServerSpec, redact
 from toolscout.upstream.defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT
 from toolscout.upstream.limits import Limits, bound_read, bound_result
@@ -101,11 +102,19 @@ DEFAULT_PING_TIMEOUT = 5.0
 # Pause before opening another listen stream after one ended, doubling while they keep ending.
 _RELISTEN_BASE_DELAY = 1.0
 _RELISTEN_MAX_DELAY = 60.0
+# How often an upstream waiting for a sign-in looks whether its token file changed.
+_SIGN_IN_POLL = 2.0
 
 
 async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
     await event.wait()
     scope.cancel()
+
+
+def _is_sign_in_required(exc: BaseException) -> bool:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return isinstance(exc, SignInRequired)
 
 
 class Upstream:
@@ -124,6 +133,9 @@ class Upstream:
     ) -> None:
         self.spec = spec
         self._on_notice = on_notice
+        # The OAuth sign-in of a remote upstream, made again for each connection so that it reads
+        # the stored tokens afresh (a `toolscout login` since the last attempt).
+        self._auth = upstream_auth(spec)
         self.start_timeout = start_timeout
         self.call_timeout = spec.timeout or call_timeout
         self.ping_timeout = ping_timeout
@@ -140,6 +152,8 @@ class Upstream:
         self._client_changed = anyio.Event()
         # Set when the session ended because the upstream lost it: the supervisor reconnects at once.
         self.reconnect_now = False
+        # Set when the upstream needs a person to sign in (OAuth): retrying is pointless until then.
+        self.needs_sign_in = False
         self._on_change = on_change
         self.state = State.STARTING
         self.reason: str | None = None
@@ -203,7 +217,7 @@ class Upstream:
             self._mark_down(self.spec.error)
             return None
         self.state, self.reason, self._was_up, self._fault = State.STARTING, None, False, None
-        self.reconnect_now = False
+        self.reconnect_now = self.needs_sign_in = False
         tail = StderrTail(self.name, redact=self._redact) if self.spec.transport == "stdio" else None
         async with anyio.create_task_group() as tg:
             if tail is not None:
@@ -212,6 +226,7 @@ class Upstream:
                 reason = await self._connect_and_serve(tail)
             except Exception as exc:  # noqa: BLE001 - any failure of one upstream is contained here
                 reason = describe_failure(exc) if self._was_up else f"failed to start: {describe_failure(exc)}"
+                self.needs_sign_in = _is_sign_in_required(exc)
             if tail is not None:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_STDERR_GRACE):
                     await tail.closed.wait()
@@ -222,6 +237,22 @@ class Upstream:
             tail.close()
         self._mark_down(reason)
         return anyio.current_time() - self._up_at if self._was_up else None
+
+    async def wait_for_sign_in(self, stop: anyio.Event) -> None:
+        """Return once the stored sign-in changed (`toolscout login` ran), or `stop` is set."""
+        assert self._auth is not None
+        path = self._auth.storage.path
+
+        def stamp() -> float | None:
+            try:
+                return path.stat().st_mtime_ns
+            except OSError:
+                return None
+
+        before = stamp()
+        while stamp() == before and not stop.is_set():
+            with anyio.move_on_after(_SIGN_IN_POLL):
+                await stop.wait()
 
     def give_up(self, attempts: int) -> None:
         """Called by the supervisor: no more restarts; the status says so."""
@@ -294,8 +325,11 @@ class Upstream:
 
     @asynccontextmanager
     async def _transport(self, tail: StderrTail | None, ended: anyio.Event) -> AsyncIterator[Any]:
+        # The OAuth sign-in of a remote upstream, made again for each connection so that it reads
+        # the stored tokens afresh (a `toolscout login` since the last attempt).
+        self._auth = upstream_auth(self.spec)
         async with open_transport(
-            self.spec, tail=tail, max_line_bytes=self.limits.max_line_bytes, on_fault=self._on_fault
+            self.spec, tail=tail, max_line_bytes=self.limits.max_line_bytes, on_fault=self._on_fault, auth=self._auth
         ) as (read, write):
             yield EndWatchingStream(read, ended), write
 

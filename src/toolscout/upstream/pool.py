@@ -145,6 +145,11 @@ class UpstreamPool:
                 uptime = await upstream.run()
                 if self._stopping or upstream.spec.error:
                     return
+                if upstream.needs_sign_in:
+                    # Not a crash to back off from: the next attempt is worth making once a person
+                    # has signed in, and not before.
+                    await upstream.wait_for_sign_in(self._stopped)
+                    continue
                 delay = policy.after(uptime)
                 if delay is None:
                     if self.max_restarts:

@@ -25,16 +25,22 @@ _HTTP_TIMEOUT = 30.0
 _HTTP_READ_TIMEOUT = 300.0
 
 
-def http_client(headers: Mapping[str, str]) -> httpx2.AsyncClient:
-    """The client an HTTP upstream is reached through (to be entered as a context manager)."""
+def http_client(headers: Mapping[str, str], auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+    """The client an HTTP upstream is reached through (to be entered as a context manager);
+    `auth`: its OAuth sign-in, if any (`toolscout.oauth.provider`)."""
     return httpx2.AsyncClient(
-        headers=dict(headers), timeout=httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT)
+        headers=dict(headers), timeout=httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT), auth=auth
     )
 
 
 @asynccontextmanager
 async def open_transport(
-    spec: ServerSpec, *, tail: StderrTail | None, max_line_bytes: int, on_fault: Callable[[str], None]
+    spec: ServerSpec,
+    *,
+    tail: StderrTail | None,
+    max_line_bytes: int,
+    on_fault: Callable[[str], None],
+    auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """(read stream, write stream) to the upstream `spec` names. A stdio upstream writes its stderr
     to `tail`, its stdout lines are capped at `max_line_bytes`, and `on_fault(reason)` hears why
@@ -57,8 +63,10 @@ async def open_transport(
                 # The child holds its own copy now (or was never spawned); ours would hide EOF.
                 tail.release_writer()
         elif spec.transport == "http":
-            http = await stack.enter_async_context(http_client(spec.headers))
+            http = await stack.enter_async_context(http_client(spec.headers, auth))
             read, write = await stack.enter_async_context(streamable_http_client(spec.url or "", http_client=http))
         else:
-            read, write = await stack.enter_async_context(sse_client(spec.url or "", headers=dict(spec.headers)))
+            read, write = await stack.enter_async_context(
+                sse_client(spec.url or "", headers=dict(spec.headers), auth=auth)
+            )
         yield read, write

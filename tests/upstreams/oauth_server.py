@@ -1,0 +1,143 @@
+"""An OAuth-protected MCP server for the tests: authorization server and resource server in one
+app, built from the SDK's server-side auth pieces (auth routes, bearer middleware, protected
+resource metadata), with an in-memory provider that consents at once (the consent step of a real
+server is a page a person clicks; here the redirect comes straight back).
+
+    app, provider = build("http://127.0.0.1:PORT")       # serve `app` on that port
+    provider.expire_access_tokens()                       # the next call is refused with 401
+    provider.revoke_refresh_tokens()                      # refreshing fails: sign in again
+    provider.seen_tokens, provider.presented              # bearer tokens accepted / presented
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    RefreshToken,
+    TokenError,
+    construct_redirect_uri,
+)
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+__all__ = ["SCOPE", "TestAuthProvider", "build"]
+
+SCOPE = "crm.read"
+
+
+class TestAuthProvider:
+    """OAuthAuthorizationServerProvider keeping clients, codes and tokens in memory."""
+
+    def __init__(self, lifetime: int = 3600) -> None:
+        self.lifetime = lifetime
+        self.clients: dict[str, OAuthClientInformationFull] = {}
+        self.codes: dict[str, AuthorizationCode] = {}
+        self.access: dict[str, AccessToken] = {}
+        self.refresh: dict[str, RefreshToken] = {}
+        self.seen_tokens: list[str] = []
+        # Every bearer token presented to the MCP endpoint, valid or not.
+        self.presented: list[str] = []
+        self.refreshes = 0
+        self.registrations = 0
+
+    def preregister(self, client_id: str, secret: str, redirect_uri: str) -> None:
+        self.clients[client_id] = OAuthClientInformationFull(
+            client_id=client_id, client_secret=secret, redirect_uris=[redirect_uri],
+            token_endpoint_auth_method="client_secret_post", grant_types=["authorization_code", "refresh_token"],
+            scope=SCOPE,
+        )
+
+    def expire_access_tokens(self) -> None:
+        self.access.clear()
+
+    def revoke_refresh_tokens(self) -> None:
+        self.refresh.clear()
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        return self.clients.get(client_id)
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        self.registrations += 1
+        assert client_info.client_id is not None
+        self.clients[client_info.client_id] = client_info
+
+    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        code = secrets.token_urlsafe(24)
+        self.codes[code] = AuthorizationCode(
+            code=code, scopes=params.scopes or [SCOPE], expires_at=time.time() + 300,
+            client_id=client.client_id or "", code_challenge=params.code_challenge,
+            redirect_uri=params.redirect_uri, redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
+            resource=params.resource,
+        )
+        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
+
+    async def load_authorization_code(self, client: OAuthClientInformationFull, code: str) -> AuthorizationCode | None:
+        return self.codes.get(code)
+
+    async def exchange_authorization_code(self, client: OAuthClientInformationFull, code: AuthorizationCode) -> OAuthToken:
+        del self.codes[code.code]
+        return self._issue(client, code.scopes, code.resource)
+
+    async def load_refresh_token(self, client: OAuthClientInformationFull, token: str) -> RefreshToken | None:
+        found = self.refresh.get(token)
+        return found if found is not None and found.client_id == client.client_id else None
+
+    async def exchange_refresh_token(
+        self, client: OAuthClientInformationFull, token: RefreshToken, scopes: list[str]
+    ) -> OAuthToken:
+        if token.token not in self.refresh:
+            raise TokenError("invalid_grant", "refresh token revoked")
+        del self.refresh[token.token]
+        self.refreshes += 1
+        return self._issue(client, scopes or token.scopes, token.resource)
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        self.presented.append(token)
+        found = self.access.get(token)
+        if found is not None:
+            self.seen_tokens.append(token)
+        return found
+
+    async def revoke_token(self, token: Any) -> None:
+        self.access.pop(getattr(token, "token", ""), None)
+        self.refresh.pop(getattr(token, "token", ""), None)
+
+    def _issue(self, client: OAuthClientInformationFull, scopes: list[str], resource: str | None) -> OAuthToken:
+        access, refresh = f"at-{secrets.token_urlsafe(16)}", f"rt-{secrets.token_urlsafe(16)}"
+        client_id = client.client_id or ""
+        self.access[access] = AccessToken(token=access, client_id=client_id, scopes=scopes,
+                                          expires_at=int(time.time()) + self.lifetime, resource=resource)
+        self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, resource=resource)
+        return OAuthToken(access_token=access, expires_in=self.lifetime, scope=" ".join(scopes), refresh_token=refresh)
+
+
+def build(base_url: str, provider: TestAuthProvider | None = None) -> tuple[Any, TestAuthProvider]:
+    """The app to serve at `base_url` (its MCP endpoint at /mcp) and its provider."""
+    provider = provider or TestAuthProvider()
+    server = MCPServer(
+        "crm",
+        instructions="Customer records: look up accounts and their contacts.",
+        auth_server_provider=provider,
+        auth=AuthSettings(
+            issuer_url=base_url,
+            resource_server_url=f"{base_url}/mcp",
+            validate_token_resource=False,
+            required_scopes=[SCOPE],
+            client_registration_options=ClientRegistrationOptions(
+                enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]),
+        ),
+    )
+
+    @server.tool()
+    def find_account(name: str) -> str:
+        """Find a customer account by company name and return its owner and status."""
+        return f"{name}: owner Dana, status active"
+
+    return server.streamable_http_app(), provider
