@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from toolscout.search.settings import SearchSettings
     from toolscout.security.screens import PinScreen
     from toolscout.serving.metrics import GatewayMetrics
+    from toolscout.serving.scoped import ProfileChooser
 
 __all__ = [
     "App",
@@ -98,6 +99,9 @@ class ServingOptions:
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     ready_wait: float = DEFAULT_READY_WAIT
+    # The profile a client gets unless its HTTP path names another (`toolscout.profiles`);
+    # None: the whole gateway.
+    profile: str | None = None
 
 
 @dataclass(frozen=True)
@@ -298,6 +302,8 @@ class App:
         self._stack: Any = None
         # Counted only where someone can scrape them: at /metrics of the HTTP server.
         self.metrics: GatewayMetrics | None = None
+        # The registries' profiles and which one a request gets; None when they define none.
+        self._profiles: ProfileChooser | None = None
 
     @property
     def gateway(self) -> Gateway:
@@ -315,6 +321,7 @@ class App:
 
         async with AsyncExitStack() as stack:
             specs = self._specs if self._specs is not None else load_specs(self.config)
+            self._profiles = _profile_chooser(self.config, specs)
             self._hooks = hooks = gateway_hooks(self.config)
             stack.callback(hooks.close)
             await self._start(stack, specs, hooks)
@@ -341,7 +348,7 @@ class App:
         gateway.add_listener(keep_current(gateway, config, specs))
         tracker = UsageTracker(sources.usage, enabled=learning_options.record) if sources else None
         expansion = (
-            SamplingExpansion(gateway, sources.cache)
+            SamplingExpansion(gateway, sources.cache, profiles=self._profiles)
             if learning_options.expand and sources and sources.cache else None
         )
         learning = await stack.enter_async_context(Learning(gateway, tracker=tracker, expansion=expansion))
@@ -355,7 +362,7 @@ class App:
             config.serving.transport,
         )
         self.metrics = GatewayMetrics(gateway) if config.serving.transport == "http" else None
-        self._server = build_server(gateway, observers=learning.observers, metrics=self.metrics)
+        self._server = build_server(gateway, observers=learning.observers, metrics=self.metrics, profiles=self._profiles)
         learning.install(self._server)
 
     async def serve(self) -> None:
@@ -378,8 +385,19 @@ class App:
             await serve_http(
                 self.server, host=serving.host, port=serving.port, auth_token=serving.auth_token,
                 allowed_hosts=serving.allowed_hosts, allowed_origins=serving.allowed_origins,
-                gateway=gateway, metrics=self.metrics,
+                gateway=gateway, metrics=self.metrics, profiles=self._profiles,
             )
+
+
+def _profile_chooser(config: AppConfig, specs: Sequence[ServerSpec]) -> ProfileChooser | None:
+    """The registries' profiles and the default one `serving.profile` names; None when there are
+    none (and no --profile); ConfigError when one is wrong or the named one does not exist."""
+    from toolscout.profiles import load_profiles
+    from toolscout.serving.scoped import ProfileChooser
+
+    profiles = load_profiles(config.registry_paths(), [spec.name for spec in specs])
+    default = profiles.get(config.serving.profile) if config.serving.profile else None
+    return ProfileChooser(profiles, default) if profiles else None
 
 
 async def _stop_on_signal(gateway: Gateway) -> None:

@@ -70,6 +70,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
              "($OTEL_EXPORTER_OTLP_ENDPOINT; needs toolscout[otel])",
     )
     parser.add_argument(
+        "--profile", metavar="NAME",
+        help="serve only this profile's servers and tools (profiles are named in a registry file's \"profiles\"); "
+             "over HTTP, /mcp/NAME serves each profile whatever this says",
+    )
+    parser.add_argument(
         "--max-restarts", type=int, default=DEFAULT_MAX_RESTARTS, metavar="N",
         help=f"give up on an upstream after N failed restarts in a row (default {DEFAULT_MAX_RESTARTS}; see `toolscout tools`)",
     )
@@ -88,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
     serving = ServingOptions(
         transport=args.transport, host=args.host, port=args.port, auth_token=args.auth_token,
         allowed_hosts=tuple(args.allowed_host), allowed_origins=tuple(args.allowed_origin), ready_wait=args.ready_wait,
+        profile=args.profile,
     )
     config = command_options(
         args, search=True, security=True, learning=True, calls=True, max_restarts=args.max_restarts,

@@ -210,7 +210,9 @@ def _included_sources(document: object, path: Path, depth: int) -> list[Path | s
 
 
 def _only_includes(document: object) -> bool:
-    return isinstance(document, dict) and set(document) <= {"registries", "$schema"} and "registries" in document
+    """A file of settings only: other registries it includes, profiles (`toolscout.profiles`)."""
+    settings = {"registries", "profiles"}
+    return isinstance(document, dict) and set(document) <= settings | {"$schema"} and bool(settings & set(document))
 
 
 def _url_entries(url: str, timeout: float) -> list[tuple[str, Entry]]:

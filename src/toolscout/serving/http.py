@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolscout.errors import ConfigError
+from toolscout.serving.scoped import ProfileChooser, profile_paths
 
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
@@ -120,9 +121,11 @@ def http_app(
     allowed_origins: Sequence[str] = (),
     gateway: Gateway | None = None,
     metrics: GatewayMetrics | None = None,
+    profiles: ProfileChooser | None = None,
 ) -> ASGIApp:
     """The ASGI app serving `server` at /mcp with the checks above; with `gateway`, also the
-    health routes (and /metrics with `metrics`)."""
+    health routes (and /metrics with `metrics`); with `profiles`, also at /mcp/<profile>
+    (`toolscout.serving.scoped.profile_paths`)."""
     from asgi_correlation_id import CorrelationIdMiddleware
 
     from toolscout.request_ids import HEADER, usable_request_id
@@ -133,6 +136,8 @@ def http_app(
         transport_security=security_settings(host, allowed_hosts, allowed_origins),
         custom_starlette_routes=operation_routes(gateway, metrics) if gateway is not None else None,
     )
+    if profiles is not None:
+        app = profile_paths(app, profiles)
     if auth_token:
         app = BearerAuth(app, auth_token, open_paths=OPEN_PATHS)
     return CorrelationIdMiddleware(app, header_name=HEADER, validator=usable_request_id)
@@ -155,13 +160,14 @@ async def serve_http(
     allowed_origins: Sequence[str] = (),
     gateway: Gateway | None = None,
     metrics: GatewayMetrics | None = None,
+    profiles: ProfileChooser | None = None,
 ) -> None:
     """Serve until cancelled; logs the address (port 0 picks a free one)."""
     import uvicorn
 
     app = http_app(
         server, host=host, auth_token=auth_token, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
-        gateway=gateway, metrics=metrics,
+        gateway=gateway, metrics=metrics, profiles=profiles,
     )
     # Bound here rather than by uvicorn so that port 0 works and the real address can be logged.
     try:

@@ -40,6 +40,7 @@ from toolscout.serving.packing import pack
 from toolscout.serving.proxied import Proxied
 from toolscout.serving.relay import ClientCaller, asking_client, input_round, relaying
 from toolscout.serving.tracing import tracer
+from toolscout.serving.scoped import ProfileChooser, ScopedGateway
 from toolscout.serving.validation import (
     check_argument_size,
     parse_arguments,
@@ -125,11 +126,16 @@ class MetaTools:
     """Handlers of the two meta-tools over one gateway."""
 
     def __init__(
-        self, gateway: Gateway, observers: Sequence[CallObserver] = (), metrics: GatewayMetrics | None = None
+        self,
+        gateway: Gateway,
+        observers: Sequence[CallObserver] = (),
+        metrics: GatewayMetrics | None = None,
+        profiles: ProfileChooser | None = None,
     ) -> None:
         self.gateway = gateway
         self._observers = tuple(observers)
         self._metrics = metrics
+        self._profiles = profiles
         # Two ways of telling clients the tools changed, one per protocol era: clients that did the
         # initialize handshake (up to 2025-11-25) get a notification on their session; clients on
         # 2026-07-28 get it on the `subscriptions/listen` streams they opened, served by the SDK's
@@ -138,10 +144,16 @@ class MetaTools:
         # Served by `proxied.ForwardingListen`, which also forwards the streams' resource subscriptions.
         self.bus = InMemorySubscriptionBus()
 
+    def view(self, ctx: ServerRequestContext[Any] | None) -> Gateway | ScopedGateway:
+        """The gateway as the client of this request may see it: its profile's part, or all of it."""
+        profile = self._profiles.choose(ctx.request if ctx is not None else None) if self._profiles else None
+        return ScopedGateway(self.gateway, profile) if profile is not None else self.gateway
+
     # --- tools/list ------------------------------------------------------------------------
 
-    def tools(self) -> list[types.Tool]:
-        statuses, catalog = self.gateway.statuses(), self.gateway.catalog
+    def tools(self, gateway: Gateway | ScopedGateway | None = None) -> list[types.Tool]:
+        gateway = gateway or self.gateway
+        statuses, catalog = gateway.statuses(), gateway.catalog
         servers: dict[str, Any] = {"type": "array", "items": {"type": "string"}, "description": (
             "Only search the tools of these servers (optional)."
         )}
@@ -200,7 +212,7 @@ class MetaTools:
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=self.tools())
+        return types.ListToolsResult(tools=self.tools(self.view(ctx)))
 
     # --- tools/call ------------------------------------------------------------------------
 
@@ -228,16 +240,17 @@ class MetaTools:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, arguments: dict[str, Any]
     ) -> types.CallToolResult | types.InputRequiredResult:
         name = params.name
+        gateway = self.view(ctx)
         try:
             if name == SEARCH_TOOL:
-                return await self.search(arguments)
+                return await self.search(arguments, gateway)
             if name == EXECUTE_TOOL:
                 # The upstream's progress reaches the agent (a no-op unless it asked for progress),
                 # and its sampling and elicitation requests reach this client (`relay.py`).
                 with relaying(ctx) as caller:
                     try:
                         result = await self.execute(
-                            arguments, progress=ctx.session.report_progress, caller=caller,
+                            arguments, progress=ctx.session.report_progress, caller=caller, gateway=gateway,
                             answers=(params.input_responses, params.request_state),
                         )
                     except UpstreamError as exc:
@@ -255,11 +268,12 @@ class MetaTools:
             logger.exception("%s failed", name)
             return _error(f"toolscout failed to handle {name}: {type(exc).__name__}: {exc}")
 
-    async def search(self, arguments: dict[str, Any]) -> types.CallToolResult:
-        query, limit, servers, max_tokens = self._search_arguments(arguments)
+    async def search(self, arguments: dict[str, Any], gateway: Gateway | ScopedGateway | None = None) -> types.CallToolResult:
+        gateway = gateway or self.gateway
+        query, limit, servers, max_tokens = self._search_arguments(arguments, gateway)
         with tracer().start_as_current_span("toolscout.search") as span, \
                 self._metrics.searching() if self._metrics is not None else nullcontext():
-            response = await self.gateway.search(query, limit=limit, servers=servers)
+            response = await gateway.search(query, limit=limit, servers=servers)
             span.set_attributes({
                 "toolscout.query.chars": len(query), "toolscout.limit": limit,
                 "toolscout.hits": len(response.hits), "toolscout.signals": list(response.signals),
@@ -276,7 +290,7 @@ class MetaTools:
             notices.append(f"{omitted} matching tool(s) left out to fit max_tokens={max_tokens}.")
         if not entries and not omitted:
             notices.append("No tool matched. Try other words, or a broader description of the task.")
-        down = self._down(servers)
+        down = self._down(gateway, servers)
         if down:
             notices.append(f"Not available right now (their tools cannot be found): {', '.join(down)}.")
         result = {"tools": entries, "notice": " ".join(notices) or None, "omitted": omitted, "weak_match": weak}
@@ -285,7 +299,9 @@ class MetaTools:
             structured_content=result,
         )
 
-    def _search_arguments(self, arguments: dict[str, Any]) -> tuple[str, int, list[str] | None, int | None]:
+    def _search_arguments(
+        self, arguments: dict[str, Any], gateway: Gateway | ScopedGateway
+    ) -> tuple[str, int, list[str] | None, int | None]:
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             raise ToolCallError(
@@ -307,7 +323,7 @@ class MetaTools:
         if servers is not None:
             if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
                 raise ToolCallError("'servers' must be a list of server names.")
-            known = self.gateway.server_names()
+            known = gateway.server_names()
             unknown = [s for s in servers if s not in known]
             if unknown:
                 raise ToolCallError(
@@ -319,9 +335,9 @@ class MetaTools:
             raise ToolCallError(f"'max_tokens' must be a positive integer; got {_shown(max_tokens)}.")
         return query.strip(), limit, servers, max_tokens
 
-    def _down(self, servers: list[str] | None) -> list[str]:
+    def _down(self, gateway: Gateway | ScopedGateway, servers: list[str] | None) -> list[str]:
         return [
-            s.name for s in self.gateway.statuses()
+            s.name for s in gateway.statuses()
             if s.state is not State.UP and (servers is None or s.name in servers)
         ]
 
@@ -332,9 +348,11 @@ class MetaTools:
         *,
         caller: ClientCaller | None = None,
         answers: tuple[types.InputResponses | None, str | None] = (None, None),
+        gateway: Gateway | ScopedGateway | None = None,
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Run the tool `arguments` name. `caller`: the client, for an upstream's "input required"
         (2026-07-28); `answers`: the input responses and request state of the client's retry."""
+        gateway = gateway or self.gateway
         name = arguments.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ToolCallError("'name' must be the id of a tool, as returned by search_tools.")
@@ -345,28 +363,28 @@ class MetaTools:
                 f"'name' is {len(name):,} characters, but tool ids are at most {MAX_ID_LENGTH}; "
                 "pass an id exactly as search_tools returned it."
             )
-        catalog = self.gateway.catalog
+        catalog = gateway.catalog
         if name in catalog.withheld:
             raise ToolCallError(f"Tool '{name}' is withheld: {catalog.withheld[name]}")
         try:
-            withheld = [t for t in self.gateway.listed().tools if t.id in catalog.withheld] if catalog.withheld else []
+            withheld = [t for t in gateway.listed().tools if t.id in catalog.withheld] if catalog.withheld else []
             tool = resolve_tool(name, catalog.tools, withheld)
         except UnknownToolError:
-            self._raise_if_server_down(name)
+            self._raise_if_server_down(gateway, name)
             raise
         raw = arguments.get("arguments")
         extra = {key: value for key, value in arguments.items() if key not in ("name", "arguments")}
         if raw is None and extra:
             # A common slip: the tool's arguments passed beside `name` instead of inside `arguments`.
             raw = extra
-        check_argument_size(raw, self.gateway.limits.max_argument_bytes)
+        check_argument_size(raw, gateway.limits.max_argument_bytes)
         tool_arguments = parse_arguments(raw)
         notes = validate_arguments(tool, tool_arguments)
         with tracer().start_as_current_span("toolscout.execute") as span, \
                 self._metrics.calling(tool.server) if self._metrics is not None else nullcontext(CallOutcome()) as outcome:
             # "failed" until the upstream answers (the span records the exception otherwise).
             span.set_attributes({"toolscout.tool": tool.id, "toolscout.server": tool.server, "toolscout.outcome": outcome.value})
-            answer = await self.gateway.call(tool, tool_arguments, progress, input_round(tool.id, *answers))
+            answer = await gateway.call(tool, tool_arguments, progress, input_round(tool.id, *answers))
             if isinstance(answer, types.InputRequiredResult):
                 outcome.value = "input_required"
                 span.set_attribute("toolscout.outcome", outcome.value)
@@ -384,12 +402,12 @@ class MetaTools:
             result = result.model_copy(update={"content": [*result.content, *(types.TextContent(text=n) for n in notes)]})
         return result
 
-    def _raise_if_server_down(self, tool_id: str) -> None:
+    def _raise_if_server_down(self, gateway: Gateway | ScopedGateway, tool_id: str) -> None:
         """An id whose server is down is not unknown: say that the server is the problem."""
         # The id's own server, or the one a qualified name ("git.git_log", "mcp__git__git_log") names.
-        servers = [self.gateway.server_of(tool_id), *(server for server, _ in qualified_forms(tool_id))]
+        servers = [gateway.server_of(tool_id), *(server for server, _ in qualified_forms(tool_id))]
         for server in dict.fromkeys(s for s in servers if s):
-            upstream = self.gateway.status_of(server)
+            upstream = gateway.status_of(server)
             if upstream is not None and upstream.state is not State.UP:
                 raise UpstreamError(upstream.name, f"is not available ({upstream.reason or upstream.state.value})")
 
@@ -404,10 +422,15 @@ class MetaTools:
         await self.bus.publish(event)
 
     async def track_sessions(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """Middleware: remember each client that completed the handshake, to notify it later."""
+        """Middleware: remember each client that completed the handshake, to notify it later; a
+        client with a profile reads instructions about its profile's servers only."""
         result = await call_next(ctx)
         if ctx.method == "notifications/initialized":
             self._sessions.append(ctx.session)
+        elif ctx.method in ("initialize", "server/discover") and isinstance(result, dict) and self._profiles:
+            view = self.view(ctx)
+            if isinstance(view, ScopedGateway):
+                result = {**result, "instructions": describe.instructions(view.statuses(), view.catalog)}
         return result
 
     async def catalog_changed(self, server: Server[Any], catalog: Catalog) -> None:
@@ -449,11 +472,15 @@ def _shown(value: Any) -> str:
 
 
 def build_server(
-    gateway: Gateway, observers: Sequence[CallObserver] = (), metrics: GatewayMetrics | None = None
+    gateway: Gateway,
+    observers: Sequence[CallObserver] = (),
+    metrics: GatewayMetrics | None = None,
+    profiles: ProfileChooser | None = None,
 ) -> Server[Any]:
     """The MCP server for `gateway`; its descriptions follow the gateway's catalog. With `metrics`,
-    searches and calls are counted and timed there."""
-    meta = MetaTools(gateway, observers, metrics)
+    searches and calls are counted and timed there; with `profiles`, each request is served with
+    its client's profile (`toolscout.serving.scoped`)."""
+    meta = MetaTools(gateway, observers, metrics, profiles)
     proxied = Proxied(gateway, meta.sessions, meta.publish, meta.bus)
     server = _GatewayServer(
         "toolscout",
