@@ -212,3 +212,19 @@ async def test_a_running_gateway_connects_once_the_person_has_signed_in(tmp_path
             await wait_until(lambda: crm_status().state is State.UP, timeout=30)
             # Waiting for the sign-in cost the authorization server nothing: no retries, no registrations.
             assert crm.provider.registrations == registrations + 1 and crm_status().restarts == 0
+
+
+async def test_an_sse_server_signs_in_the_same_way(tmp_path: Path) -> None:
+    async with anyio.create_task_group() as tg:
+        sock = free_listener()
+        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        app, _ = oauth_server.build(base, sse=True)
+        _, server = await serve_asgi(app, tg, sock)
+        path = tmp_path / "servers.json"
+        path.write_text(json.dumps({"mcpServers": {"crm": {"url": f"{base}/sse", "type": "sse"},
+                                                   "weather": python_server("weather_server.py")}}))
+        with anyio.fail_after(60):
+            assert await sign_in(crm_spec(path), open_url=consent) == 1
+        states, _, answer = await statuses_and_call(path)
+        server.should_exit = True
+    assert states["crm"] is State.UP and answer == "Acme: owner Dana, status active"

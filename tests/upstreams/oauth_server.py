@@ -118,8 +118,8 @@ class TestAuthProvider:
         return OAuthToken(access_token=access, expires_in=self.lifetime, scope=" ".join(scopes), refresh_token=refresh)
 
 
-def build(base_url: str, provider: TestAuthProvider | None = None) -> tuple[Any, TestAuthProvider]:
-    """The app to serve at `base_url` (its MCP endpoint at /mcp) and its provider."""
+def build(base_url: str, provider: TestAuthProvider | None = None, *, sse: bool = False) -> tuple[Any, TestAuthProvider]:
+    """The app to serve at `base_url` (its MCP endpoint at /mcp, or /sse with `sse`) and its provider."""
     provider = provider or TestAuthProvider()
     server = MCPServer(
         "crm",
@@ -127,7 +127,7 @@ def build(base_url: str, provider: TestAuthProvider | None = None) -> tuple[Any,
         auth_server_provider=provider,
         auth=AuthSettings(
             issuer_url=base_url,
-            resource_server_url=f"{base_url}/mcp",
+            resource_server_url=f"{base_url}/sse" if sse else f"{base_url}/mcp",
             validate_token_resource=False,
             required_scopes=[SCOPE],
             client_registration_options=ClientRegistrationOptions(
@@ -140,4 +140,4 @@ def build(base_url: str, provider: TestAuthProvider | None = None) -> tuple[Any,
         """Find a customer account by company name and return its owner and status."""
         return f"{name}: owner Dana, status active"
 
-    return server.streamable_http_app(), provider
+    return server.sse_app() if sse else server.streamable_http_app(), provider

@@ -15,12 +15,15 @@ from __future__ import annotations
 import socket
 import webbrowser
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from urllib.parse import urlsplit
 
 import anyio
 import httpx2
+import mcp_types as types
 import uvicorn
 from mcp import Client
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult
 from starlette.applications import Starlette
@@ -61,10 +64,10 @@ async def sign_in(
 
     SignInRequired when the server has no OAuth entry, the person refused, or no answer came
     within `timeout`."""
-    if spec.oauth is None or not spec.url or spec.transport != "http":
+    if spec.oauth is None or not spec.url:
         raise SignInRequired(
-            f"server '{spec.name}' does not sign in with OAuth (it is not a streamable HTTP server, "
-            "or its entry sends its own Authorization header or says \"oauth\": false)"
+            f"server '{spec.name}' does not sign in with OAuth (it is not a remote server, or its entry "
+            "sends its own Authorization header or says \"oauth\": false)"
         )
     storage = TokenFile(spec.name, spec.url, spec.oauth)
     storage.forget_tokens()
@@ -103,12 +106,23 @@ async def sign_in(
             async with anyio.create_task_group() as tg:
                 tg.start_soon(receiver.serve, [listener])
                 try:
-                    async with httpx2.AsyncClient(auth=provider, headers=dict(spec.headers), timeout=30) as http:
-                        async with Client(streamable_http_client(spec.url, http_client=http), mode="auto") as client:
-                            tools = await client.list_tools()
+                    tools = await _list_tools(spec, provider)
                 finally:
                     receiver.should_exit = True
     return len(tools.tools)
+
+
+async def _list_tools(spec: ServerSpec, auth: httpx2.Auth) -> types.ListToolsResult:
+    """The server's first page of tools, reached with `auth` (which signs in on the way)."""
+    assert spec.url
+    async with AsyncExitStack() as stack:
+        if spec.transport == "sse":
+            transport = sse_client(spec.url, headers=dict(spec.headers), auth=auth)
+        else:
+            http = await stack.enter_async_context(httpx2.AsyncClient(auth=auth, headers=dict(spec.headers), timeout=30))
+            transport = streamable_http_client(spec.url, http_client=http)
+        client = await stack.enter_async_context(Client(transport, mode="auto"))
+        return await client.list_tools()
 
 
 def _redirect_address(spec: ServerSpec) -> tuple[str, int]:
