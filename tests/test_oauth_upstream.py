@@ -116,6 +116,14 @@ async def test_sign_in_call_refresh_and_expiry(tmp_path: Path, crm: Protected, c
     second = await tokens.get_tokens()
     assert second is not None and second.access_token != first.access_token
 
+    # The server refuses the access token before its stated expiry: refreshed all the same.
+    crm.provider.expire_access_tokens()
+    with anyio.fail_after(60):
+        async with Gateway(load_registries([path]), ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=0)) as gateway:
+            await gateway.ready(30)
+            await wait_until(lambda: gateway.status_of("crm").state is State.UP, timeout=30)
+    assert crm.provider.refreshes == 2
+
     # The refresh token is revoked too: a new sign-in is needed, and said so; weather still serves.
     tokens.path.write_text(json.dumps({**json.loads(tokens.path.read_text()), "expires_at": 1.0}))
     crm.provider.expire_access_tokens()

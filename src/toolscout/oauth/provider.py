@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import shlex
+import time
 from collections.abc import Awaitable, Callable
 
 from mcp.client.auth import OAuthClientProvider
@@ -81,9 +82,27 @@ class _GatewayStorage(TokenFile):
 
     def sign_in_required(self) -> SignInRequired:
         command = login_command(self.spec)
+        if self.refresh_instead():
+            return SignInRequired(f"server '{self.server}' refused its access token before it expired; "
+                                  f"refreshing it (if that fails too, run `{command}`)")
         if self.signed_in():
             return SignInRequired(f"the sign-in to server '{self.server}' has expired or was revoked; run `{command}`")
         return SignInRequired(f"server '{self.server}' needs you to sign in (OAuth); run `{command}`")
+
+    def refresh_instead(self) -> bool:
+        """A server may refuse a token before its stated expiry (revoked, rotated keys). The SDK
+        then asks for a new sign-in; a refresh token may still do. Mark the token expired, once:
+        the change to the file makes the upstream connect again, and the SDK refreshes."""
+        data = self.read()
+        tokens = data.get("tokens")
+        expires_at = data.get("expires_at")
+        if not isinstance(tokens, dict) or not tokens.get("refresh_token"):
+            return False
+        if isinstance(expires_at, (int, float)) and expires_at <= time.time():
+            return False
+        # (1.0, not 0: the SDK reads an expiry of 0 as "never expires")
+        self._write(expires_at=1.0)
+        return True
 
 
 def upstream_auth(spec: ServerSpec) -> ToolscoutOAuth | None:

@@ -154,6 +154,7 @@ class Upstream:
         self.reconnect_now = False
         # Set when the upstream needs a person to sign in (OAuth): retrying is pointless until then.
         self.needs_sign_in = False
+        self._stamp_at_start: int | None = None
         self._on_change = on_change
         self.state = State.STARTING
         self.reason: str | None = None
@@ -218,6 +219,7 @@ class Upstream:
             return None
         self.state, self.reason, self._was_up, self._fault = State.STARTING, None, False, None
         self.reconnect_now = self.needs_sign_in = False
+        self._stamp_at_start = self._sign_in_stamp()
         tail = StderrTail(self.name, redact=self._redact) if self.spec.transport == "stdio" else None
         async with anyio.create_task_group() as tg:
             if tail is not None:
@@ -238,19 +240,17 @@ class Upstream:
         self._mark_down(reason)
         return anyio.current_time() - self._up_at if self._was_up else None
 
+    def _sign_in_stamp(self) -> int | None:
+        """When the stored sign-in last changed (None: there is none, or no OAuth)."""
+        try:
+            return self._auth.storage.path.stat().st_mtime_ns if self._auth is not None else None
+        except OSError:
+            return None
+
     async def wait_for_sign_in(self, stop: anyio.Event) -> None:
-        """Return once the stored sign-in changed (`toolscout login` ran), or `stop` is set."""
-        assert self._auth is not None
-        path = self._auth.storage.path
-
-        def stamp() -> float | None:
-            try:
-                return path.stat().st_mtime_ns
-            except OSError:
-                return None
-
-        before = stamp()
-        while stamp() == before and not stop.is_set():
+        """Return once the stored sign-in changed since the last attempt began (`toolscout login`
+        ran, or a refused token was marked for refreshing), or `stop` is set."""
+        while self._sign_in_stamp() == self._stamp_at_start and not stop.is_set():
             with anyio.move_on_after(_SIGN_IN_POLL):
                 await stop.wait()
 
