@@ -19,7 +19,7 @@ from mcp import Client, StdioServerParameters
 from support.registries import python_server
 from support.serve_process import serve_command, served_over_http
 
-from toolscout.errors import ConfigError
+from toolscout.errors import ConfigError, UnknownToolError
 from toolscout.profiles import load_profiles
 
 pytestmark = pytest.mark.anyio
@@ -147,7 +147,7 @@ async def test_a_sampling_client_is_asked_about_its_own_profiles_tools_only(tmp_
     from toolscout.registry.loading import load_registries
     from toolscout.search import ToolSearch
     from toolscout.serving.learning_hooks import Learning, SamplingExpansion
-    from toolscout.serving.scoped import ProfileChooser
+    from toolscout.serving.scoped import ProfileChooser, ScopedGateway
     from toolscout.serving.server import build_server
 
     specs = load_registries([registry])
@@ -170,6 +170,10 @@ async def test_a_sampling_client_is_asked_about_its_own_profiles_tools_only(tmp_
                 learning.install(server)
                 async with Client(server, mode="legacy", sampling_callback=model):
                     await catalog_where(gateway, lambda c: all(t.expansion for t in c.tools if t.server == "weather"))
+            # Below the name lookup, the profile's view refuses a tool outside it a second time.
+            outside = next(t for t in gateway.catalog.tools if t.server == "notes")
+            with pytest.raises(UnknownToolError):
+                await ScopedGateway(gateway, profiles.get("desk")).call(outside, {"text": "x"})
     cache.close()
     assert len(prompts) == 3
     assert not any(name in prompt for prompt in prompts for name in ("create_note", "delete_note", "archive"))

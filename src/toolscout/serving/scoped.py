@@ -22,6 +22,7 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolscout.catalog import Catalog, ToolRecord
+from toolscout.errors import UnknownToolError
 from toolscout.profiles import PROFILE_NAME, Profile, Profiles
 
 if TYPE_CHECKING:
@@ -89,8 +90,9 @@ class ScopedGateway:
         round_: InputRound | None = None,
     ) -> types.CallToolResult | types.InputRequiredResult:
         if not self._allows(tool):
-            # MetaTools resolves names against this view's catalog, so this is a second lock only.
-            raise PermissionError(f"tool '{tool.id}' is outside profile '{self.profile.name}'")
+            # MetaTools resolves names against this view's catalog, so this is a second lock only;
+            # to the client the tool does not exist.
+            raise UnknownToolError(f"No tool '{tool.id}'. Use search_tools to find the tool for the task.")
         return await self.gateway.call(tool, arguments, progress, round_)
 
     def _allows(self, tool: ToolRecord) -> bool:
