@@ -159,6 +159,10 @@ async def test_login_and_logout_commands(tmp_path: Path, crm: Protected) -> None
     assert logout.stdout.decode() == "Signed out of 'crm': its tokens are deleted.\n"
     assert not TokenFile("crm", crm.url).path.exists()
 
+    unknown = await anyio.run_process([sys.executable, "-m", "toolscout.cli", "login", "crm2", "--registry", str(path)], check=False)
+    assert unknown.returncode == 2
+    assert "no server 'crm2' in the registry (servers that sign in with OAuth: crm)" in unknown.stderr.decode()
+
 
 async def test_a_token_file_other_users_can_read_is_refused_and_nothing_else_breaks(tmp_path: Path, crm: Protected) -> None:
     path = registry(tmp_path, crm)

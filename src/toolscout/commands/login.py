@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from toolscout.commands._gateway import add_registry_options, command_options, fail, load_specs
+
+if TYPE_CHECKING:
+    from toolscout.registry.loading import ServerSpec
 
 __all__ = ["register", "run_login", "run_logout"]
 
@@ -41,18 +45,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     logout.set_defaults(handler=run_logout)
 
 
-def _spec(args: argparse.Namespace, command: str):  # type: ignore[no-untyped-def]
+def _spec(args: argparse.Namespace, command: str) -> ServerSpec | int:
+    """The registry entry named on the command line, or the exit status of a clear error."""
     from toolscout.errors import ConfigError
 
     try:
         specs = load_specs(command_options(args))
     except ConfigError as exc:
-        return None, fail(command, str(exc))
+        return fail(command, str(exc))
     found = next((spec for spec in specs if spec.name == args.server), None)
     if found is None:
         names = ", ".join(spec.name for spec in specs if spec.oauth is not None) or "none"
-        return None, fail(command, f"no server '{args.server}' in the registry (servers that sign in with OAuth: {names})")
-    return found, 0
+        return fail(command, f"no server '{args.server}' in the registry (servers that sign in with OAuth: {names})")
+    return found
 
 
 def run_login(args: argparse.Namespace) -> int:
@@ -61,9 +66,9 @@ def run_login(args: argparse.Namespace) -> int:
     from toolscout.errors import ToolscoutError
     from toolscout.oauth.login import open_in_browser, sign_in
 
-    spec, code = _spec(args, "login")
-    if spec is None:
-        return code
+    spec = _spec(args, "login")
+    if isinstance(spec, int):
+        return spec
 
     async def show(url: str) -> None:
         print(f"Open this address to sign in to '{spec.name}':\n\n    {url}\n", file=sys.stderr, flush=True)
@@ -85,9 +90,9 @@ def run_login(args: argparse.Namespace) -> int:
 def run_logout(args: argparse.Namespace) -> int:
     from toolscout.oauth.login import sign_out
 
-    spec, code = _spec(args, "logout")
-    if spec is None:
-        return code
+    spec = _spec(args, "logout")
+    if isinstance(spec, int):
+        return spec
     if spec.url is None or not sign_out(spec):
         print(f"Not signed in to '{spec.name}'; nothing to forget.")
         return 0

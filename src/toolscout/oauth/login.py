@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from toolscout.errors import SignInRequired
+from toolscout.errors import ConfigError, SignInRequired
 from toolscout.oauth.provider import signing_in
 from toolscout.oauth.tokens import TokenFile
 from toolscout.registry.loading import ServerSpec
@@ -132,6 +132,6 @@ def _redirect_address(spec: ServerSpec) -> tuple[str, int]:
         return "127.0.0.1", 0
     parts = urlsplit(spec.oauth.redirect_uri)
     if parts.path != _CALLBACK_PATH:
-        raise SignInRequired(f"server '{spec.name}': oauth.redirectUri must end in {_CALLBACK_PATH} "
-                             f"(got {spec.oauth.redirect_uri})")
+        raise ConfigError(f"server '{spec.name}' ({spec.source}): oauth.redirectUri must end in {_CALLBACK_PATH} "
+                          f"(got {spec.oauth.redirect_uri})")
     return (parts.hostname or "127.0.0.1").strip("[]"), parts.port or 80

@@ -138,21 +138,29 @@ def _fetch_pages(client: httpx2.Client, url: str, cached: dict[str, dict[str, An
 def _fetch_page(client: httpx2.Client, url: str, cached: dict[str, Any] | None) -> dict[str, Any]:
     """One page: {"url", "etag", "document"}; the cached one when the server answers 304."""
     headers = {"If-None-Match": cached["etag"]} if cached and cached.get("etag") else {}
-    response = _get(client, url, headers)
-    if response.status_code == 304 and cached is not None:
+    answer = _get(client, url, headers)
+    if answer.status == 304 and cached is not None:
         return cached
-    if response.status_code != 200:
-        raise _FetchFailed(f"the server answered HTTP {response.status_code} {response.reason_phrase}".rstrip())
+    if answer.status != 200:
+        raise _FetchFailed(f"the server answered HTTP {answer.status} {answer.reason}".rstrip())
     try:
-        document = json.loads(response.content.decode("utf-8-sig"))
+        document = json.loads(answer.body.decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise _FetchFailed("the answer is not UTF-8 text, so not a registry document") from None
     except json.JSONDecodeError as exc:
         raise _FetchFailed(f"the answer is not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    return {"url": url, "etag": response.headers.get("ETag"), "document": document}
+    return {"url": url, "etag": answer.etag, "document": document}
 
 
-def _get(client: httpx2.Client, url: str, headers: dict[str, str]) -> httpx2.Response:
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    reason: str
+    etag: str | None
+    body: bytes
+
+
+def _get(client: httpx2.Client, url: str, headers: dict[str, str]) -> _Answer:
     """GET following redirects within the same origin only; the body read up to MAX_PAGE_BYTES."""
     origin = _origin(url)
     for _ in range(_MAX_REDIRECTS + 1):
@@ -173,8 +181,7 @@ def _get(client: httpx2.Client, url: str, headers: dict[str, str]) -> httpx2.Res
                     if len(body) > MAX_PAGE_BYTES:
                         raise _FetchFailed(f"one answer is larger than {MAX_PAGE_BYTES // 2**20} MiB; "
                                            "that is not a registry document")
-                response._content = bytes(body)
-                return response
+                return _Answer(response.status_code, response.reason_phrase, response.headers.get("ETag"), bytes(body))
         except httpx2.TimeoutException:
             raise _FetchFailed(f"no answer within {client.timeout.read:g} s") from None
         except httpx2.HTTPError as exc:
