@@ -240,3 +240,18 @@ async def test_an_sse_server_signs_in_the_same_way(tmp_path: Path) -> None:
         states, _, answer = await statuses_and_call(path)
         server.should_exit = True
     assert states["crm"] is State.UP and answer == "Acme: owner Dana, status active"
+
+
+async def test_a_client_id_metadata_document_is_used_where_the_server_accepts_one(tmp_path: Path, crm: Protected) -> None:
+    document_url = "https://toolscout.example/oauth/client.json"
+    with free_listener() as sock:
+        redirect = f"http://127.0.0.1:{sock.getsockname()[1]}/callback"
+    crm.provider.metadata_documents = {document_url: {"redirect_uris": [redirect], "client_name": "toolscout", "scope": oauth_server.SCOPE}}
+    path = registry(tmp_path, crm, clientMetadataUrl=document_url, redirectUri=redirect)
+    with anyio.fail_after(60):
+        assert await sign_in(crm_spec(path), open_url=consent) == 1
+    assert crm.provider.registrations == 0
+    client = await TokenFile("crm", crm.url).get_client_info()
+    assert client is not None and client.client_id == document_url
+    states, _, answer = await statuses_and_call(path)
+    assert states["crm"] is State.UP and answer

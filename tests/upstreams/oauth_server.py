@@ -11,6 +11,7 @@ server is a page a person clicks; here the redirect comes straight back).
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from typing import Any
@@ -46,6 +47,8 @@ class TestAuthProvider:
         self.presented: list[str] = []
         self.refreshes = 0
         self.registrations = 0
+        # URL -> client metadata; when set, the server advertises client ID metadata documents.
+        self.metadata_documents: dict[str, dict[str, Any]] | None = None
 
     def preregister(self, client_id: str, secret: str, redirect_uri: str) -> None:
         self.clients[client_id] = OAuthClientInformationFull(
@@ -61,7 +64,15 @@ class TestAuthProvider:
         self.refresh.clear()
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        return self.clients.get(client_id)
+        if client_id in self.clients or self.metadata_documents is None:
+            return self.clients.get(client_id)
+        # A client ID metadata document: the client is the document its URL names. (A real server
+        # fetches it; the test's documents are given beforehand, keyed by URL.)
+        document = self.metadata_documents.get(client_id)
+        if document is None:
+            return None
+        return OAuthClientInformationFull(client_id=client_id, token_endpoint_auth_method="none",
+                                          grant_types=["authorization_code", "refresh_token"], **document)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         self.registrations += 1
@@ -140,4 +151,32 @@ def build(base_url: str, provider: TestAuthProvider | None = None, *, sse: bool 
         """Find a customer account by company name and return its owner and status."""
         return f"{name}: owner Dana, status active"
 
-    return server.sse_app() if sse else server.streamable_http_app(), provider
+    app = server.sse_app() if sse else server.streamable_http_app()
+    return _advertising_metadata_documents(app, provider), provider
+
+
+def _advertising_metadata_documents(app: Any, provider: TestAuthProvider) -> Any:
+    """Adds client_id_metadata_document_supported to the server metadata when the provider has
+    documents (the SDK's metadata handler has no setting for it)."""
+
+    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or provider.metadata_documents is None or \
+                scope["path"] != "/.well-known/oauth-authorization-server":
+            await app(scope, receive, send)
+            return
+        parts: list[bytes] = []
+        start: dict[str, Any] = {}
+
+        async def capture(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                start.update(message)
+            else:
+                parts.append(message.get("body", b""))
+
+        await app(scope, receive, capture)
+        body = json.dumps({**json.loads(b"".join(parts)), "client_id_metadata_document_supported": True}).encode()
+        headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+        await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    return wrapped
