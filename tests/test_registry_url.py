@@ -212,3 +212,18 @@ async def test_a_remote_server_listed_by_a_url_registry_is_searched_and_called(
             hit = (await gateway.search("forecast for a city", limit=1)).hits[0]
             result = await gateway.call(hit.tool, {"city": "Lisbon", "days": 1})
     assert result.structured_content == {"city": "Lisbon", "days": 1, "summary": ["day 1: sunny, 21 C"]}
+
+
+@pytest.mark.anyio
+async def test_the_cli_searches_the_servers_of_a_registry_url(registry: HttpRegistry, weather_url: str) -> None:
+    registry.servers = [listed({"name": "io.github.example/weather", "version": "1.0.0",
+                                "description": "Weather", "remotes": [{"type": "streamable-http", "url": weather_url}]})]
+    command = [sys.executable, "-m", "toolscout.cli", "search", "--registry", registry.url("/v0.1/servers"),
+               "--model", "none", "forecast for a city"]
+    with anyio.fail_after(90):
+        first = await anyio.run_process(command, check=False)
+        again = await anyio.run_process(command, check=False)
+    assert first.returncode == 0, first.stderr.decode()
+    assert "1. weather__get_forecast" in first.stdout.decode()
+    # The second run answers from the catalog seen over the same registry URL.
+    assert again.stdout == first.stdout and "from the catalog seen" in again.stderr.decode()
