@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from toolscout.commands._gateway import add_registry_options, command_options, fail, load_specs
+from toolscout.commands._gateway import add_registry_options, command_options, fail
 
 if TYPE_CHECKING:
     from toolscout.registry.loading import ServerSpec
@@ -47,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _spec(args: argparse.Namespace, command: str) -> ServerSpec | int:
     """The registry entry named on the command line, or the exit status of a clear error."""
+    from toolscout.app import load_specs
     from toolscout.errors import ConfigError
 
     try:
