@@ -33,11 +33,16 @@ def test_default_names_the_bundled_registry_so_a_file_adds_to_it(tmp_path: Path)
     assert {row["name"] for row in json.loads(done.stdout)} == bundled | {"notes"}
 
 
-def test_a_registry_url_is_a_clear_error_until_urls_are_supported() -> None:
+def test_a_registry_url_toolscout_cannot_fetch_is_a_clear_error() -> None:
+    done = toolscout("search", "anything", "--registry", "ftp://127.0.0.1/servers.json")
+    assert done.returncode == 2
+    assert "'ftp://127.0.0.1/servers.json' is a URL toolscout cannot fetch" in done.stderr
+    assert "No such file" not in done.stderr and "ftp:/127" not in done.stderr
+    # A registry URL that cannot be reached (and was never cached) says so, without a traceback.
     done = toolscout("search", "anything", "--registry", "http://127.0.0.1:9/servers.json")
     assert done.returncode == 2
-    assert "'http://127.0.0.1:9/servers.json' is a URL" in done.stderr
-    assert "No such file" not in done.stderr and "http:/127" not in done.stderr
+    assert "registry http://127.0.0.1:9/servers.json: cannot reach it" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_search_and_tools_log_warnings_only_unless_asked_and_q_v_work_anywhere(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": 
 def _token_file(path: Path) -> Path:
     path.write_text(json.dumps({"clients": [
         {"name": "alice", "token": ALICE},
-        {"name": "bob", "token_sha256": hashlib.sha256(BOB.encode()).hexdigest(), "profile": "readonly"},
+        {"name": "bob", "token_sha256": hashlib.sha256(BOB.encode()).hexdigest(), "comment": "the CI runner"},
     ]}))
     path.chmod(0o600)
     return path
@@ -134,7 +134,7 @@ async def test_handlers_learn_which_client_sent_a_request(tmp_path: Path) -> Non
 
     (alice, bob) = load_client_tokens(_token_file(tmp_path / "tokens.json")).clients
     assert client_name(authenticated_scope({"type": "http"}, bob)) == "bob"
-    assert bob.options == {"profile": "readonly"} and alice.options == {}
+    assert bob.options == {"comment": "the CI runner"} and alice.options == {}
     assert client_name({"type": "http"}) is None
 
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from toolscout.serving.metrics import GatewayMetrics
     from toolscout.serving.clients import ClientTokens
     from toolscout.serving.http import SessionLimits
+    from toolscout.serving.scoped import ProfileChooser
     from toolscout.shutdown import Shutdown
 
 __all__ = [
@@ -104,6 +105,9 @@ class ServingOptions:
     ready_wait: float = DEFAULT_READY_WAIT
     # Sessions per client and their idle timeout (serving/http.py); None: the defaults.
     sessions: SessionLimits | None = None
+    # The profile a client gets unless its HTTP path names another (`toolscout.profiles`);
+    # None: the whole gateway.
+    profile: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,8 +115,8 @@ class AppConfig:
     """Everything toolscout runs with, read from a command's arguments once."""
 
     gateway: GatewayOptions = GatewayOptions()
-    # The registries named on the command line; none: the bundled one.
-    registries: tuple[Path, ...] = ()
+    # The registries named on the command line (files, and URLs as str); none: the bundled one.
+    registries: tuple[Path | str, ...] = ()
     model: str | None = None
     weights: str | None = None
     # None: the default reranker (none); "bundled", a package or a folder: that one.
@@ -130,7 +134,7 @@ class AppConfig:
     learning: LearningOptions | None = None
     serving: ServingOptions = field(default_factory=ServingOptions)
 
-    def registry_paths(self) -> list[Path]:
+    def registry_paths(self) -> list[Path | str]:
         from toolscout.registry.loading import default_registry_path
 
         return list(self.registries) or [default_registry_path()]
@@ -310,6 +314,8 @@ class App:
         self._stack: Any = None
         # Counted only where someone can scrape them: at /metrics of the HTTP server.
         self.metrics: GatewayMetrics | None = None
+        # The registries' profiles and which one a request gets; None when they define none.
+        self._profiles: ProfileChooser | None = None
 
     @property
     def gateway(self) -> Gateway:
@@ -327,6 +333,7 @@ class App:
 
         async with AsyncExitStack() as stack:
             specs = self._specs if self._specs is not None else load_specs(self.config)
+            self._profiles = _profile_chooser(self.config, specs)
             self._hooks = hooks = gateway_hooks(self.config, specs)
             stack.callback(hooks.close)
             await self._start(stack, specs, hooks)
@@ -354,7 +361,7 @@ class App:
         gateway.add_listener(keep_current(gateway, config, specs))
         tracker = UsageTracker(sources.usage, enabled=learning_options.record) if sources else None
         expansion = (
-            SamplingExpansion(gateway, sources.cache)
+            SamplingExpansion(gateway, sources.cache, profiles=self._profiles)
             if learning_options.expand and sources and sources.cache else None
         )
         learning = await stack.enter_async_context(Learning(gateway, tracker=tracker, expansion=expansion))
@@ -371,7 +378,7 @@ class App:
             config.serving.transport,
         )
         self.metrics = GatewayMetrics(gateway) if config.serving.transport == "http" else None
-        self._server = build_server(gateway, observers=learning.observers, metrics=self.metrics)
+        self._server = build_server(gateway, observers=learning.observers, metrics=self.metrics, profiles=self._profiles)
         learning.install(self._server)
 
     async def _reload_registry(self) -> None:
@@ -419,5 +426,28 @@ class App:
                 self.server, host=serving.host, port=serving.port, auth_token=serving.auth_token,
                 clients=serving.clients, allowed_hosts=serving.allowed_hosts,
                 allowed_origins=serving.allowed_origins, sessions=serving.sessions or SessionLimits(),
-                gateway=gateway, metrics=self.metrics, stop=stop,
+                gateway=gateway, metrics=self.metrics, stop=stop, profiles=self._profiles,
             )
+
+
+def _profile_chooser(config: AppConfig, specs: Sequence[ServerSpec]) -> ProfileChooser | None:
+    """The registries' profiles, the default one `serving.profile` names, and the profile each
+    client's token is bound to (a token file entry's "profile"); None when there are none (and no
+    --profile); ConfigError when one is wrong or a named one does not exist."""
+    from toolscout.errors import ConfigError
+    from toolscout.profiles import load_profiles
+    from toolscout.serving.scoped import ProfileChooser
+
+    profiles = load_profiles(config.registry_paths(), [spec.name for spec in specs])
+    default = profiles.get(config.serving.profile) if config.serving.profile else None
+    bound = {}
+    for client in config.serving.clients.clients if config.serving.clients is not None else ():
+        name = client.options.get("profile")
+        if name is None:
+            continue
+        if not isinstance(name, str) or name not in profiles.by_name:
+            known = ", ".join(sorted(profiles.by_name)) or "none (add \"profiles\" to a registry file)"
+            raise ConfigError(f"client '{client.name}' of the token file names profile {name!r}, which no "
+                              f"registry defines; profiles: {known}")
+        bound[client.name] = profiles.by_name[name]
+    return ProfileChooser(profiles, default, bound) if profiles else None

@@ -7,6 +7,7 @@
      |         +-- StateUnavailable  the store cannot be reached now (a database restarting, ...)
      +-- UpstreamError             an upstream server failed to start, died, or timed out
      |    +-- UpstreamConfigurationError  it cannot work until a person changes its entry: never retried
+     +-- SignInRequired            an OAuth upstream has no usable token; message names the login command
      +-- StdoutFault               a stdio upstream broke the framing of its stdout (ends its session)
      +-- ToolCallError             a call the agent made cannot be carried out as asked
      |    +-- UnknownToolError
@@ -33,6 +34,7 @@ __all__ = [
     "PinStateError",
     "RequestError",
     "SamplingUnavailableError",
+    "SignInRequired",
     "StateError",
     "StateUnavailable",
     "StdoutFault",
@@ -84,6 +86,10 @@ class UpstreamConfigurationError(UpstreamError):
     def __init__(self, server: str, message: str) -> None:
         super().__init__(server, message, transient=False)
         self.detail = message
+
+
+class SignInRequired(ToolscoutError):
+    """An OAuth-protected upstream has no token toolscout may use (none yet, expired, or unreadable)."""
 
 
 class StdoutFault(ToolscoutError):

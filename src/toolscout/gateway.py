@@ -69,6 +69,7 @@ __all__ = [
     "GatewayOptions",
     "NoticeListener",
     "OfferingsListener",
+    "ServerFilter",
     "SummaryScreen",
     "ToolScreen",
 ]
@@ -79,6 +80,8 @@ CatalogListener = Callable[[Catalog], Awaitable[None]]
 # Awaited when the resources (or templates) or the prompts clients would list changed:
 # (resources changed, prompts changed).
 OfferingsListener = Callable[[bool, bool], Awaitable[None]]
+# Whether a client may reach a server (a profile's limit); None where a client may reach all.
+ServerFilter = Callable[[str], bool]
 # Awaited with what an upstream announced for clients: (server, the MCP notification), e.g. a log
 # message or an updated resource.
 NoticeListener = Callable[[str, Any], Awaitable[None]]
@@ -456,15 +459,16 @@ class Gateway:
         return await self._pool.call(tool, arguments, progress, round_)
 
     async def read_resource(
-        self, uri: str, round_: InputRound | None = None
+        self, uri: str, round_: InputRound | None = None, *, allows: ServerFilter | None = None
     ) -> tuple[str, types.ReadResourceResult | types.InputRequiredResult]:
         """(its server, the resource) read from the upstream that owns it, its contents under our
-        names; "input required" only for a client that cannot be asked back."""
+        names; "input required" only for a client that cannot be asked back. `allows`: the
+        servers the asking client may reach (a profile's); others' resources are unknown to it."""
         import mcp_types as types
 
         from toolscout.naming import namespaced_uri
 
-        server, own = self._owner_of_uri(uri)
+        server, own = self.resource_owner(uri, allows=allows)
         result = await self._pool.upstreams[server].read_resource(own, round_)
         if isinstance(result, types.InputRequiredResult):
             return server, result
@@ -473,21 +477,24 @@ class Gateway:
 
     async def subscribe(self, uri: str, subscribe: bool = True) -> None:
         """Subscribe to (or unsubscribe from) a namespaced resource at the upstream that owns it."""
-        server, own = self._owner_of_uri(uri)
+        server, own = self.resource_owner(uri)
         await self._pool.upstreams[server].subscribe(own, subscribe)
 
     async def get_prompt(
-        self, name: str, arguments: Mapping[str, str], round_: InputRound | None = None
+        self, name: str, arguments: Mapping[str, str], round_: InputRound | None = None, *,
+        allows: ServerFilter | None = None,
     ) -> tuple[str, types.GetPromptResult | types.InputRequiredResult]:
         """(its server, the prompt) by its exposed name from its upstream, after checking the
-        arguments; "input required" only for a client that cannot be asked back."""
+        arguments; "input required" only for a client that cannot be asked back. `allows`: as
+        for `read_resource`."""
         from toolscout.errors import NotOfferedError, RequestError
 
-        if name in self._offerings.withheld:
-            raise NotOfferedError(f"Prompt '{name}' is withheld: {self._offerings.withheld[name]}")
-        found = self._offerings.prompt(name)
+        offerings = self._offerings_for(allows)
+        if name in offerings.withheld:
+            raise NotOfferedError(f"Prompt '{name}' is withheld: {offerings.withheld[name]}")
+        found = offerings.prompt(name)
         if found is None:
-            known = ", ".join(p.name for p in self._offerings.listed_prompts()[:20]) or "none"
+            known = ", ".join(p.name for p in offerings.listed_prompts()[:20]) or "none"
             raise NotOfferedError(f"Unknown prompt '{name}'. Prompts offered now: {known}.")
         server, prompt = found
         declared = {a.name: a for a in prompt.arguments or []}
@@ -502,22 +509,24 @@ class Gateway:
 
     async def complete(
         self, ref: types.PromptReference | types.ResourceTemplateReference, argument: dict[str, str],
-        context: dict[str, str] | None,
+        context: dict[str, str] | None, *, allows: ServerFilter | None = None,
     ) -> types.CompleteResult:
-        """Route a completion to the upstream that owns the prompt or template, in its own names."""
+        """Route a completion to the upstream that owns the prompt or template, in its own names;
+        `allows`: as for `read_resource`."""
         import mcp_types as types
 
         from toolscout.errors import NotOfferedError
 
+        offerings = self._offerings_for(allows)
         if isinstance(ref, types.PromptReference):
-            found = self._offerings.prompt(ref.name)
+            found = offerings.prompt(ref.name)
             if found is None:
                 raise NotOfferedError(f"Unknown prompt '{ref.name}'; list prompts for the names offered now.")
             server, prompt = found
             own: types.PromptReference | types.ResourceTemplateReference = ref.model_copy(update={"name": prompt.name})
         else:
-            server, uri = self._owner_of_uri(ref.uri)
-            if not self._offerings.has_template(server, uri):
+            server, uri = self.resource_owner(ref.uri, allows=allows)
+            if not offerings.has_template(server, uri):
                 raise NotOfferedError(f"Unknown resource template '{ref.uri}'; list resource templates for those offered now.")
             own = ref.model_copy(update={"uri": uri})
         return await self._pool.upstreams[server].complete(own, argument, context)
@@ -531,15 +540,17 @@ class Gateway:
                 except Exception as exc:  # noqa: BLE001 - one upstream's refusal does not fail the request
                     logger.info("upstream '%s' did not take logging level %s: %s", upstream.name, level, exc)
 
-    def _owner_of_uri(self, uri: str) -> tuple[str, str]:
+    def resource_owner(self, uri: str, *, allows: ServerFilter | None = None) -> tuple[str, str]:
         """(server, the upstream's URI) for a namespaced URI, or for an upstream's own URI that
-        only one upstream offers; NotOfferedError if none can serve it now."""
+        only one upstream offers; NotOfferedError if none can serve it now (to a client that
+        `allows` limits, a server outside its limit serves nothing)."""
         from toolscout.errors import NotOfferedError
         from toolscout.naming import namespaced_uri, split_uri
 
+        offerings = self._offerings_for(allows)
         owner = split_uri(uri)
-        if owner is None or owner[0] not in self._pool.upstreams:
-            servers = self._offerings.owners_of(uri)
+        if owner is None or owner[0] not in self._pool.upstreams or (allows is not None and not allows(owner[0])):
+            servers = offerings.owners_of(uri)
             if len(servers) != 1:
                 several = f" It is offered by several servers ({', '.join(servers)}): name one." if servers else ""
                 raise NotOfferedError(
@@ -549,12 +560,15 @@ class Gateway:
             owner = (servers[0], uri)
         server, own = owner
         exposed = namespaced_uri(server, own)
-        if exposed in self._offerings.withheld:
-            raise NotOfferedError(f"Resource '{uri}' is withheld: {self._offerings.withheld[exposed]}")
+        if exposed in offerings.withheld:
+            raise NotOfferedError(f"Resource '{uri}' is withheld: {offerings.withheld[exposed]}")
         upstream = self._pool.upstreams[server]
         if upstream.state is not State.UP:
             raise NotOfferedError(f"Resource '{uri}': upstream '{server}' is not available ({upstream.reason or upstream.state.value}).")
         return server, own
+
+    def _offerings_for(self, allows: ServerFilter | None) -> Offerings:
+        return self._offerings if allows is None else self._offerings.only(allows)
 
     def _on_notice(self, server: str, notification: Any) -> None:
         try:

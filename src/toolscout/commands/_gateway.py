@@ -34,16 +34,17 @@ __all__ = [
     "byte_size",
     "command_options",
     "fail",
-    "registry_file",
+    "registry_source",
 ]
 
 
 
 def add_registry_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--registry", action="append", type=registry_file, metavar="FILE",
-        help="registry of upstream servers (a JSON file; 'default' names the bundled one); repeat to merge "
-             "several, e.g. --registry default --registry node.json (default: the bundled one)",
+        "--registry", action="append", type=registry_source, metavar="FILE|URL",
+        help="registry of upstream servers: a JSON file ('default' names the bundled one), or an https URL of "
+             "a registry document or an MCP Registry API listing; repeat to merge several, e.g. --registry "
+             "default --registry node.json (default: the bundled one)",
     )
     parser.add_argument(
         "--start-timeout", type=float, default=DEFAULT_START_TIMEOUT, metavar="SECONDS",
@@ -54,20 +55,6 @@ def add_registry_options(parser: argparse.ArgumentParser) -> None:
 
 # The name `--registry` takes for the bundled registry (a file of that name: ./default).
 _BUNDLED_REGISTRY = "default"
-
-
-def registry_file(text: str) -> Path:
-    """A --registry value: a file, or `default` for the bundled registry (argparse type)."""
-    if text == _BUNDLED_REGISTRY:
-        from toolscout.registry.loading import default_registry_path
-
-        return default_registry_path()
-    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text):
-        raise argparse.ArgumentTypeError(
-            f"'{text}' is a URL, and registries are read from files for now: download it and pass the "
-            "file's path (or 'default' for the bundled registry)"
-        )
-    return Path(text)
 
 
 def add_call_limit_options(parser: argparse.ArgumentParser) -> None:
@@ -90,6 +77,29 @@ def add_call_limit_options(parser: argparse.ArgumentParser) -> None:
         "--max-concurrent-calls", type=int, default=defaults.max_concurrent_calls, metavar="N",
         help=f"calls in flight per upstream; more wait their turn within the call timeout (default {defaults.max_concurrent_calls})",
     )
+
+
+def registry_source(text: str) -> Path | str:
+    """A --registry value (argparse type): `default` for the bundled registry, a URL (kept as str,
+    checked to be https or loopback http), or a file path."""
+    from toolscout.errors import ConfigError
+    from toolscout.registry.urls import is_registry_url, require_secure_url
+
+    if text == _BUNDLED_REGISTRY:
+        from toolscout.registry.loading import default_registry_path
+
+        return default_registry_path()
+    if not is_registry_url(text):
+        if re.match(r"[A-Za-z][A-Za-z0-9+.-]{1,}://", text):
+            raise argparse.ArgumentTypeError(
+                f"'{text}' is a URL toolscout cannot fetch: give an https:// registry URL (http:// only to "
+                "this machine), a file's path, or 'default' for the bundled registry"
+            )
+        return Path(text)
+    try:
+        return require_secure_url(text, "registry URL")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def byte_size(text: str) -> int:

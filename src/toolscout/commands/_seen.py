@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.to_thread
 
-from toolscout.upstream.catalog_cache import SeenCatalog, describe_age, load_catalog
+from toolscout.upstream.catalog_cache import SeenCatalog, load_catalog
+from toolscout.wording import describe_age
 
 if TYPE_CHECKING:
     from toolscout.app import AppConfig

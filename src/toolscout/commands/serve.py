@@ -86,6 +86,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
              "($OTEL_EXPORTER_OTLP_ENDPOINT; needs toolscout[otel])",
     )
     parser.add_argument(
+        "--profile", metavar="NAME",
+        help="serve only this profile's servers and tools (profiles are named in a registry file's \"profiles\"); "
+             "over HTTP, /mcp/NAME serves each profile whatever this says",
+    )
+    parser.add_argument(
         "--max-restarts", type=int, default=DEFAULT_MAX_RESTARTS, metavar="N",
         help=f"after N failed restarts in a row, try an upstream only every --retry-interval (default {DEFAULT_MAX_RESTARTS}; "
              "see `toolscout tools`)",
@@ -125,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
         transport=args.transport, host=args.host, port=args.port, auth_token=args.auth_token, clients=clients,
         allowed_hosts=tuple(args.allowed_host), allowed_origins=tuple(args.allowed_origin), ready_wait=args.ready_wait,
         sessions=sessions,
+        profile=args.profile,
     )
     config = command_options(
         args, search=True, security=True, learning=True, calls=True, max_restarts=args.max_restarts,

@@ -172,9 +172,9 @@ def overlay_path_for(registry: Path) -> Path:
     return registry.with_name(registry.stem + OVERLAY_SUFFIX)
 
 
-def discover_overlays(registries: Iterable[Path]) -> list[Path]:
-    """The overlay files that exist next to `registries`, in registry order."""
-    found = (overlay_path_for(Path(registry)) for registry in registries)
+def discover_overlays(registries: Iterable[Path | str]) -> list[Path]:
+    """The overlay files that exist next to `registries`, in registry order (a URL has none)."""
+    found = (overlay_path_for(registry) for registry in registries if isinstance(registry, Path))
     return [path for path in found if path.is_file()]
 
 

@@ -1,4 +1,4 @@
-"""Registry files: loading the servers an install fronts, and translating the formats they come in."""
+"""Registries: loading the servers an install fronts (from files and URLs), and translating the formats they come in."""
 
 from toolscout.registry.loading import ServerSpec, default_registry_path, load_registries
 

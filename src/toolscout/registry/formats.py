@@ -15,37 +15,64 @@ Accepted shapes:
 A ``server.json`` input that needs a value from the user (a required argument, environment
 variable or header with no value) becomes a ``${NAME}`` reference, so the user supplies it through
 the environment and a missing one is reported for that server only.
+
+A document fetched from a URL (``from_url=True``) is someone else's: only server.json documents are
+accepted (never an entry naming a command), a package must pin an exact version and run with its
+registry's own runner, and environment variables take their values from the user's environment
+only (a registry could otherwise set ``NODE_OPTIONS`` or ``LD_PRELOAD`` on this machine). A listing
+of the official registry API keeps the latest version of each server and drops deleted ones; a
+document toolscout cannot launch is skipped with a warning instead of failing the whole listing.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 from typing import Any
 
 from toolscout.errors import ConfigError
+from toolscout.registry.urls import require_secure_url
 
 __all__ = ["Entry", "entries_from_document", "translate_server_json"]
 
+logger = logging.getLogger(__name__)
+
 Entry = dict[str, Any]
+
+# The runners a package from a URL registry may name in runtimeHint, by package registry.
+_URL_RUNNERS = {"pypi": {"uvx"}, "npm": {"npx", "bunx", "pnpx"}, "oci": {"docker", "podman"}}
+# A version that names a range or a moving tag rather than one release.
+_UNPINNED_VERSION = re.compile(r"^(latest|next|stable|\*|x)$|[\s*^~<>=|,]|\.x\b", re.IGNORECASE)
+# Where the official registry API keeps its own facts about a listed server.
+_OFFICIAL_META = "io.modelcontextprotocol.registry/official"
 
 # `{name}` placeholders of server.json values (the registry's own templating, not `${VAR}`).
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
 
 
-def entries_from_document(data: object, where: str) -> list[tuple[str, Entry]]:
-    """Recognise the shape of a parsed registry file and return its entries, in file order."""
+def entries_from_document(data: object, where: str, *, from_url: bool = False) -> list[tuple[str, Entry]]:
+    """Recognise the shape of a parsed registry file and return its entries, in file order.
+
+    `from_url`: the document was fetched from a registry URL (see the module's docstring)."""
     if isinstance(data, dict):
         for key in ("mcpServers", "servers"):
             if isinstance(data.get(key), dict):
+                if from_url:
+                    raise ConfigError(
+                        f"{where}: a registry fetched by URL must hold server.json documents (a list, "
+                        "or an MCP Registry API listing); toolscout does not run commands that a "
+                        f"downloaded '{key}' file names. Save the file and pass its path instead."
+                    )
                 return [(name, entry) for name, entry in data[key].items()]
         if "mcpServers" in data:
             raise ConfigError(f"{where}: 'mcpServers' must be an object of {{name: entry}}")
         if isinstance(data.get("servers"), list):
-            return _server_json_list(data["servers"], where)
+            return _server_json_list(data["servers"], where, from_url)
         if "packages" in data or "remotes" in data:
-            return _server_json_list([data], where)
+            return _server_json_list([data], where, from_url)
     elif isinstance(data, list):
-        return _server_json_list(data, where)
+        return _server_json_list(data, where, from_url)
     raise ConfigError(
         f"{where}: unknown registry shape. Expected {{\"mcpServers\": {{name: {{...}}}}}} "
         "(Claude Desktop / Cursor), {\"servers\": {name: {...}}} (VS Code), or a list of MCP "
@@ -53,17 +80,53 @@ def entries_from_document(data: object, where: str) -> list[tuple[str, Entry]]:
     )
 
 
-def _server_json_list(documents: list[object], where: str) -> list[tuple[str, Entry]]:
+def _server_json_list(documents: list[object], where: str, from_url: bool) -> list[tuple[str, Entry]]:
     pairs = []
-    for index, document in enumerate(documents):
+    for index, document in enumerate(_latest_listed(documents) if from_url else documents):
         # Registry API listings wrap each document as {"server": {...}, "_meta": {...}}.
         if isinstance(document, dict) and isinstance(document.get("server"), dict):
             document = document["server"]
-        pairs.append(translate_server_json(document, f"{where}: server.json document #{index + 1}"))
-    return pairs
+        label = f"{where}: server.json document #{index + 1}"
+        if not from_url:
+            pairs.append(translate_server_json(document, label))
+            continue
+        try:
+            pairs.append(translate_server_json(document, label, from_url=True))
+        except ConfigError as exc:
+            # One server a big listing offers in a form toolscout cannot run must not hide the rest.
+            logger.warning("skipped: %s", exc)
+    return pairs if not from_url else _first_of_each_name(pairs, where)
 
 
-def translate_server_json(doc: object, where: str) -> tuple[str, Entry]:
+def _latest_listed(documents: list[object]) -> list[object]:
+    """An API listing without a version filter lists every version: keep the latest, drop deleted."""
+    kept = []
+    for document in documents:
+        official = _official_meta(document)
+        if official.get("status") == "deleted" or official.get("isLatest") is False:
+            continue
+        kept.append(document)
+    return kept
+
+
+def _official_meta(document: object) -> dict[str, Any]:
+    meta = document.get("_meta") if isinstance(document, dict) else None
+    official = meta.get(_OFFICIAL_META) if isinstance(meta, dict) else None
+    return official if isinstance(official, dict) else {}
+
+
+def _first_of_each_name(pairs: list[tuple[str, Entry]], where: str) -> list[tuple[str, Entry]]:
+    """Two publishers' servers may share a short name (a/weather, b/weather); the first listed wins."""
+    seen: dict[str, Entry] = {}
+    for name, entry in pairs:
+        if name in seen:
+            logger.warning("skipped: %s lists two servers named '%s'; the first one listed is used", where, name)
+            continue
+        seen[name] = entry
+    return list(seen.items())
+
+
+def translate_server_json(doc: object, where: str, *, from_url: bool = False) -> tuple[str, Entry]:
     """Turn one official server.json document into a (name, launch entry) pair."""
     if not isinstance(doc, dict) or not isinstance(doc.get("name"), str) or not doc["name"]:
         raise ConfigError(f"{where}: a server.json document must be an object with a 'name'")
@@ -75,22 +138,25 @@ def translate_server_json(doc: object, where: str) -> tuple[str, Entry]:
     remotes = _list(doc.get("remotes"), "remotes", where)
     stdio = [p for p in packages if _transport_type(p) == "stdio"]
     if stdio:
-        entry = _package_entry(stdio[0], where)
+        entry = _package_entry(stdio[0], where, from_url)
     elif remotes:
-        entry = _remote_entry(remotes[0], where)
+        entry = _remote_entry(remotes[0], where, from_url)
     else:
         raise ConfigError(
             f"{where}: nothing toolscout can launch: it needs a package with stdio transport "
             "or a 'remotes' entry"
         )
     # toolscout's own per-entry settings are accepted on server.json documents too.
-    for key in ("timeout", "disabled"):
+    for key in ("timeout", "disabled", "oauth"):
         if key in doc:
             entry[key] = doc[key]
+    if from_url and isinstance(entry.get("oauth"), dict):
+        # A client secret is the user's to give, never a downloaded document's.
+        entry["oauth"] = {k: v for k, v in entry["oauth"].items() if k != "clientSecret"}
     return name, entry
 
 
-def _package_entry(package: object, where: str) -> Entry:
+def _package_entry(package: object, where: str, from_url: bool = False) -> Entry:
     if not isinstance(package, dict):
         raise ConfigError(f"{where}: each package must be an object")
     for key in ("registryType", "identifier", "version"):
@@ -103,9 +169,13 @@ def _package_entry(package: object, where: str) -> Entry:
     env = {}
     for variable in _list(package.get("environmentVariables"), "environmentVariables", where):
         key, value = _key_value(variable, where)
+        if from_url:
+            value = _from_user_environment(key, variable)
         if value is not None:
             env[key] = value
     hint = package.get("runtimeHint")
+    if from_url:
+        _check_url_package(registry, version, hint, where)
     if registry == "pypi":
         command, pinned, lead = hint or "uvx", f"{identifier}=={version}", []
     elif registry == "npm":
@@ -127,9 +197,33 @@ def _package_entry(package: object, where: str) -> Entry:
     return entry
 
 
-def _remote_entry(remote: object, where: str) -> Entry:
+def _from_user_environment(name: str, variable: dict[str, Any]) -> str | None:
+    """A URL registry's variable: a reference to the user's own value, never the registry's value.
+
+    Required ones are always referenced (a missing one is reported for that server); optional ones
+    only when the user has set them."""
+    if variable.get("isRequired") or name in os.environ:
+        return "${" + name + "}"
+    return None
+
+
+def _check_url_package(registry: str, version: str, hint: object, where: str) -> None:
+    """A package from a URL registry runs one pinned release with its registry's own runner."""
+    if _UNPINNED_VERSION.search(version):
+        raise ConfigError(f"{where}: package version '{version}' is not one pinned release; a server "
+                          "from a registry URL runs only an exact version")
+    runners = _URL_RUNNERS.get(registry, set())
+    if hint is not None and hint not in runners:
+        raise ConfigError(f"{where}: runtimeHint '{hint}' is not a runner for {registry} packages "
+                          f"({', '.join(sorted(runners)) or 'none'}); a registry URL cannot choose the "
+                          "program toolscout runs")
+
+
+def _remote_entry(remote: object, where: str, from_url: bool = False) -> Entry:
     if not isinstance(remote, dict) or not isinstance(remote.get("url"), str):
         raise ConfigError(f"{where}: each remote needs a 'type' and a 'url'")
+    if from_url:
+        require_secure_url(remote["url"], f"{where}: remote")
     kind = remote.get("type", "streamable-http")
     if kind not in ("streamable-http", "sse"):
         raise ConfigError(f"{where}: remote type '{kind}' is not supported (streamable-http, sse)")

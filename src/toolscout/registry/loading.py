@@ -2,9 +2,12 @@
 
 Contract used by the gateway:
 
-    specs = load_registries([Path("servers.json"), ...])   # list[ServerSpec]
+    specs = load_registries([Path("servers.json"), "https://registry.example/v0.1/servers"])
     env = upstream_environment(spec)                      # the environment a stdio upstream gets
     program = resolve_command(spec)                       # absolute path of spec.command
+
+A source given as a str URL is fetched (`toolscout.registry.fetching`) and read under the stricter
+rules of a URL registry (`toolscout.registry.formats`, ``from_url``).
 
 `load_registries` raises ConfigError for problems of a whole file (unreadable, bad JSON, unknown
 shape, wrong types, the same server name in two files). A problem of one entry that only the
@@ -31,9 +34,12 @@ import jsonschema
 
 from toolscout.errors import ConfigError
 from toolscout.json_files import read_json_file
-from toolscout.registry.formats import entries_from_document
+from toolscout.registry.fetching import DEFAULT_FETCH_TIMEOUT, fetch_registry
+from toolscout.registry.formats import Entry, entries_from_document
+from toolscout.registry.urls import is_registry_url
 
 __all__ = [
+    "OAuthSettings",
     "ServerSpec",
     "default_registry_path",
     "load_registries",
@@ -44,6 +50,25 @@ __all__ = [
 ]
 
 Transport = Literal["stdio", "http", "sse"]
+
+
+@dataclass(frozen=True)
+class OAuthSettings:
+    """How toolscout signs in to a remote server with OAuth 2.1 (the entry's "oauth" key).
+
+    Nothing set: discovery, then a client ID metadata document where the authorization server
+    accepts one (`client_metadata_url`), else dynamic client registration."""
+
+    # A client registered beforehand with the authorization server; the secret, if any, is a secret.
+    client_id: str | None = None
+    client_secret: str | None = None
+    # Scopes to ask for; none: what the server's metadata or its 401 challenge names.
+    scopes: tuple[str, ...] = ()
+    # An https URL of a client ID metadata document describing toolscout, for servers that accept one.
+    client_metadata_url: str | None = None
+    # The loopback address the sign-in redirect comes back to (a pre-registered client needs a
+    # fixed one); none: a free port of 127.0.0.1 chosen at sign-in.
+    redirect_uri: str | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +91,9 @@ class ServerSpec:
     secrets: frozenset[str] = frozenset()
     # Why this entry cannot be started, when it cannot (the others still start).
     error: str | None = None
+    # OAuth 2.1 sign-in of a remote server; None: no OAuth (a stdio server, "oauth": false, or an
+    # entry that sends its own Authorization header).
+    oauth: OAuthSettings | None = None
 
 
 # --- loading -----------------------------------------------------------------------------------
@@ -84,6 +112,17 @@ _ENTRY_SCHEMA: dict[str, Any] = {
         "type": {"enum": ["stdio", "http", "streamable-http", "streamableHttp", "sse"]},
         "timeout": {"type": "number", "exclusiveMinimum": 0},
         "disabled": {"type": "boolean"},
+        "oauth": {"anyOf": [{"type": "boolean"}, {
+            "type": "object",
+            "properties": {
+                "clientId": {"type": "string", "minLength": 1},
+                "clientSecret": {"type": "string"},
+                "scopes": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                "clientMetadataUrl": {"type": "string", "pattern": "^https://"},
+                "redirectUri": {"type": "string", "pattern": "^http://(127\\.0\\.0\\.1|localhost|\\[::1\\])(:[0-9]+)?/"},
+            },
+            "additionalProperties": False,
+        }]},
     },
 }
 _ENTRY_VALIDATOR = jsonschema.Draft202012Validator(_ENTRY_SCHEMA)
@@ -111,14 +150,32 @@ def follow_text_symlink(path: Path) -> Path:
     return path
 
 
-def load_registries(paths: Sequence[Path]) -> list[ServerSpec]:
-    """Read and merge registry files, in order; enabled servers only."""
+def load_registries(
+    sources: Sequence[Path | str], *, fetch_timeout: float = DEFAULT_FETCH_TIMEOUT
+) -> list[ServerSpec]:
+    """Read and merge registries, in order; enabled servers only.
+
+    A source is a file, or a URL (https, or http to this machine) fetched with `fetch_registry`.
+    A file's top-level "registries" list names more sources (URLs, or files relative to it), read
+    right after it."""
     specs: list[ServerSpec] = []
     origin: dict[str, str] = {}
-    for path in paths:
-        where = str(path)
-        document = read_json_file(Path(path), "registry file", advice=_ADVICE)
-        for name, entry in entries_from_document(document, where):
+    pending = [(source, 0) for source in reversed(list(sources))]
+    seen: set[str] = set()
+    while pending:
+        source, depth = pending.pop()
+        where = str(source)
+        if where in seen:
+            continue
+        seen.add(where)
+        if isinstance(source, str) and is_registry_url(source):
+            entries = _url_entries(source, fetch_timeout)
+        else:
+            document = read_json_file(Path(source), "registry file", advice=_ADVICE)
+            included = _included_sources(document, Path(source), depth)
+            pending.extend((item, depth + 1) for item in reversed(included))
+            entries = [] if _only_includes(document) else entries_from_document(document, where)
+        for name, entry in entries:
             if not isinstance(name, str) or not name.strip():
                 raise ConfigError(f"{where}: server names must be non-empty strings")
             if name in origin:
@@ -129,15 +186,66 @@ def load_registries(paths: Sequence[Path]) -> list[ServerSpec]:
                     "rename one of them or drop one file"
                 )
             origin[name] = where
-            spec = build_spec(name, entry, Path(path))
+            spec = build_spec(name, entry, source)
             if spec is not None:
                 specs.append(spec)
     return specs
 
 
-def build_spec(name: str, entry: object, path: Path) -> ServerSpec | None:
+# A registry file that includes one that includes ... stops somewhere.
+_MAX_INCLUDE_DEPTH = 8
+
+
+def _included_sources(document: object, path: Path, depth: int) -> list[Path | str]:
+    """The "registries" a file names: URLs as they are, files relative to the including file."""
+    if not isinstance(document, dict) or "registries" not in document:
+        return []
+    items = document["registries"]
+    if not isinstance(items, list) or not all(isinstance(item, str) and item for item in items):
+        raise ConfigError(f"{path}: 'registries' must be a list of registry URLs or file paths")
+    if depth >= _MAX_INCLUDE_DEPTH:
+        raise ConfigError(f"{path}: registries include each other more than {_MAX_INCLUDE_DEPTH} deep")
+    return [
+        item if is_registry_url(item) else path.parent / Path(item).expanduser() for item in items
+    ]
+
+
+def _only_includes(document: object) -> bool:
+    """A file of settings only: other registries it includes, profiles (`toolscout.profiles`)."""
+    settings = {"registries", "profiles"}
+    return isinstance(document, dict) and set(document) <= settings | {"$schema"} and bool(settings & set(document))
+
+
+def _url_entries(url: str, timeout: float) -> list[tuple[str, Entry]]:
+    """The entries of a registry URL, from the network or, when it cannot be had, its last copy."""
+    translated: list[list[tuple[str, Entry]]] = []
+
+    def translate(pages: list[Any]) -> list[tuple[str, Entry]]:
+        entries = entries_from_document(_joined_pages(pages, url), url, from_url=True)
+        translated.append(entries)
+        return entries
+
+    fetched = fetch_registry(url, validate=translate, timeout=timeout)
+    if fetched.stale is None:
+        return translated[-1]
+    return translate(list(fetched.pages))
+
+
+def _joined_pages(pages: list[Any], url: str) -> object:
+    """The pages of an API listing as one listing; a single document as it is."""
+    if len(pages) == 1:
+        return pages[0]
+    servers = []
+    for number, page in enumerate(pages, 1):
+        if not isinstance(page, dict) or not isinstance(page.get("servers"), list):
+            raise ConfigError(f"{url}: page {number} of the listing has no 'servers' list")
+        servers.extend(page["servers"])
+    return {"servers": servers}
+
+
+def build_spec(name: str, entry: object, source: Path | str) -> ServerSpec | None:
     """Validate one entry and expand its variables; None when the entry is disabled."""
-    where = f"{path}: server '{name}'"
+    where = f"{source}: server '{name}'"
     errors = sorted(_ENTRY_VALIDATOR.iter_errors(entry), key=lambda e: list(e.absolute_path))
     if errors:
         raise ConfigError(f"{where}: {_describe(errors[0])}")
@@ -169,20 +277,22 @@ def build_spec(name: str, entry: object, path: Path) -> ServerSpec | None:
     if cwd is not None:
         # Relative working directories are read from the registry file's folder, not from
         # wherever the gateway happens to be started.
-        cwd = str(path.resolve().parent / os.path.expanduser(expander.expand(cwd, "cwd")))
+        folder = Path(source).resolve().parent if isinstance(source, Path) else Path.cwd()
+        cwd = str(folder / os.path.expanduser(expander.expand(cwd, "cwd")))
     command = expander.expand(command, "command") if command else None
     url = expander.expand(url, "url", secret_parts=True) if url else None
     error = None
     if expander.missing:
         names = ", ".join(sorted(expander.missing))
         error = (
-            f"server '{name}' in {path}: environment variable(s) {names} not set "
+            f"server '{name}' in {source}: environment variable(s) {names} not set "
             f"(used in {', '.join(expander.missing_in)}); set them in the environment toolscout "
             "starts in, or write ${VAR:-default} in the registry"
         )
     if error is None and url is not None:
-        error = _url_problem(name, path, url, expander.secrets)
+        error = _url_problem(name, source, url, expander.secrets)
     timeout = entry.get("timeout")
+    oauth = _oauth_settings(entry, url, headers, expander) if url else None
     return ServerSpec(
         name=name,
         transport="stdio" if command else "sse" if kind == "sse" else "http",
@@ -193,21 +303,38 @@ def build_spec(name: str, entry: object, path: Path) -> ServerSpec | None:
         url=url,
         headers=headers,
         timeout=float(timeout) if timeout is not None else None,
-        source=str(path),
+        source=str(source),
         secrets=frozenset(s for s in expander.secrets if len(s) >= MIN_SECRET_LENGTH),
         error=error,
+        oauth=oauth,
     )
 
 
-def _url_problem(name: str, path: Path, url: str, secrets: set[str]) -> str | None:
+def _url_problem(name: str, source: Path | str, url: str, secrets: set[str]) -> str | None:
     """Why `url` cannot be reached as an MCP endpoint (a configuration error), or None."""
     parsed = urllib.parse.urlsplit(url)
     if parsed.scheme in ("http", "https") and parsed.hostname:
         return None
     shown = redact(url, secrets)
     return (
-        f"server '{name}' in {path}: 'url' {shown!r} is not an http:// or https:// URL with a host; "
+        f"server '{name}' in {source}: 'url' {shown!r} is not an http:// or https:// URL with a host; "
         "write it as e.g. https://example.com/mcp"
+    )
+
+
+def _oauth_settings(entry: dict[str, Any], url: str, headers: Mapping[str, str], expander: _Expander) -> OAuthSettings | None:
+    """A remote entry signs in with OAuth unless it says "oauth": false or sends its own credentials."""
+    setting = entry.get("oauth")
+    if setting is False or (setting is None and any(k.lower() == "authorization" for k in headers)):
+        return None
+    given = setting if isinstance(setting, dict) else {}
+    secret = given.get("clientSecret")
+    return OAuthSettings(
+        client_id=given.get("clientId"),
+        client_secret=expander.expand(secret, "oauth.clientSecret", secret=True) if secret else None,
+        scopes=tuple(given.get("scopes", ())),
+        client_metadata_url=given.get("clientMetadataUrl"),
+        redirect_uri=given.get("redirectUri"),
     )
 
 

@@ -36,6 +36,7 @@ import anyio
 
 from toolscout.errors import ConfigError
 from toolscout.serving.clients import ClientTokens, authenticated_scope, client_name
+from toolscout.serving.scoped import ProfileChooser, profile_paths
 
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
@@ -228,9 +229,11 @@ def http_app(
     sessions: SessionLimits = SessionLimits(),
     gateway: Gateway | None = None,
     metrics: GatewayMetrics | None = None,
+    profiles: ProfileChooser | None = None,
 ) -> ASGIApp:
     """The ASGI app serving `server` at /mcp with the checks above; with `gateway`, also the
-    health routes (and /metrics with `metrics`). `auth_token` is one client named `default`,
+    health routes (and /metrics with `metrics`); with `profiles`, also at /mcp/<profile>
+    (`toolscout.serving.scoped.profile_paths`). `auth_token` is one client named `default`,
     `clients` several (not both)."""
     from asgi_correlation_id import CorrelationIdMiddleware
 
@@ -251,6 +254,8 @@ def http_app(
         max_sessions=None,
     )
     app = SessionCap(app, server.session_manager, sessions.per_client)
+    if profiles is not None:
+        app = profile_paths(app, profiles)  # inside the token check: a token may choose the profile
     if clients is not None:
         app = BearerAuth(app, clients, open_paths=OPEN_PATHS)
     return CorrelationIdMiddleware(app, header_name=HEADER, validator=usable_request_id)
@@ -276,6 +281,7 @@ async def serve_http(
     gateway: Gateway | None = None,
     metrics: GatewayMetrics | None = None,
     stop: anyio.Event | None = None,
+    profiles: ProfileChooser | None = None,
 ) -> None:
     """Serve until cancelled, or until `stop` is set (then gracefully); logs the address (port 0
     picks a free one). Signals are the caller's: uvicorn's own handling would re-raise them at the
@@ -285,6 +291,7 @@ async def serve_http(
     app = http_app(
         server, host=host, auth_token=auth_token, clients=clients, allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins, sessions=sessions, gateway=gateway, metrics=metrics,
+        profiles=profiles,
     )
     guarded = auth_token is not None or clients is not None
     # Bound here rather than by uvicorn so that port 0 works and the real address can be logged.

@@ -38,6 +38,8 @@ from toolscout.learning import Expander, ExpansionCache, UsageTracker
 from toolscout.learning.sampling_mcp import sampling_ask, session_supports_sampling
 from toolscout.learning.sources import LearningSources
 from toolscout.learning.usage import EVIDENCE_RANK, Evidence
+from toolscout.profiles import Profile
+from toolscout.serving.scoped import ProfileChooser
 from toolscout.serving.server import EXECUTE_TOOL, SEARCH_TOOL, CallObserver
 from toolscout.serving.validation import resolve_tool
 
@@ -143,10 +145,20 @@ class SamplingExpansion:
     cannot sample. Each expanded tool re-indexes the catalog, so its phrases count at once.
     """
 
-    def __init__(self, gateway: Gateway, cache: ExpansionCache, *, requests_per_minute: float = 10.0) -> None:
+    def __init__(
+        self,
+        gateway: Gateway,
+        cache: ExpansionCache,
+        *,
+        requests_per_minute: float = 10.0,
+        profiles: ProfileChooser | None = None,
+    ) -> None:
         self.gateway = gateway
         self.cache = cache
         self._rate = requests_per_minute
+        self._profiles = profiles
+        # The profile of the sampling client: its model is told of that profile's tools only.
+        self._profile: Profile | None = None
         self._session: ServerSession | None = None
         self._wanted = anyio.Event()
 
@@ -155,6 +167,7 @@ class SamplingExpansion:
         if ctx.method == "notifications/initialized":
             if session_supports_sampling(ctx.session):
                 self._session = ctx.session
+                self._profile = self._profiles.choose(ctx.request) if self._profiles else None
                 self._wanted.set()
             else:
                 logger.info("the client did not declare sampling: --expand asks its model nothing")
@@ -176,8 +189,11 @@ class SamplingExpansion:
                 self.cache, sampling_ask(session), requests_per_minute=self._rate,
                 on_expanded=lambda record, phrases: self.gateway.rescreen(),
             )
-            # Only tools agents may use: a withheld (e.g. poisoned) definition is never sent to the model.
-            report = await expander.run(self.gateway.catalog.tools)
+            # Only tools agents may use: a withheld (e.g. poisoned) definition is never sent to the
+            # model, nor one outside the sampling client's profile.
+            profile = self._profile
+            tools = [t for t in self.gateway.catalog.tools if profile is None or profile.allows(t.id, t.server)]
+            report = await expander.run(tools)
             if report.stopped and self._session is session:
                 self._session = None  # this client cannot or will not sample; wait for another
 

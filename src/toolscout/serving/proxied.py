@@ -1,8 +1,12 @@
 """What the gateway relays besides its two tools: resources, resource templates, prompts,
 completions and logging, each under the names `toolscout.naming` gives them.
 
-    proxied = Proxied(gateway, clients)       # clients: who to tell about changes (server.Clients)
+    proxied = Proxied(gateway, sessions, publish, bus, view=meta.view)
     proxied.install(server)                   # registers the handlers on the SDK server
+
+A client served with a profile (`view(ctx)` is a `ScopedGateway`) lists, reads, gets, completes,
+subscribes to and hears the log messages of its profile's servers only; to it the others'
+resources and prompts do not exist.
 
 - `resources/list`, `resources/templates/list`, `prompts/list`: what the upstreams that are up
   list, screened like tools (`Gateway.offerings`).
@@ -39,8 +43,9 @@ from mcp.server.subscriptions import (
 )
 
 from toolscout.errors import NotOfferedError, RequestError, ToolCallError, UpstreamError
-from toolscout.gateway import Gateway
+from toolscout.gateway import Gateway, ServerFilter
 from toolscout.naming import namespaced_uri
+from toolscout.serving.scoped import ScopedGateway
 from toolscout.serving.relay import asking_client, input_round, relaying
 
 __all__ = ["LOG_BURST", "LOG_RATE", "ForwardingListen", "LogRate", "Proxied", "RESOURCE_NOT_FOUND"]
@@ -91,18 +96,27 @@ class Proxied:
         bus: SubscriptionBus,
         *,
         rate: LogRate | None = None,
+        view: Callable[[ServerRequestContext[Any] | None], Gateway | ScopedGateway] | None = None,
     ) -> None:
         self.gateway = gateway
+        # The gateway as the client of a request may see it (`MetaTools.view`): a profile's part.
+        self._view = view or (lambda ctx: gateway)
         self._sessions = sessions
         self._publish = publish
         self._rate = rate or LogRate()
-        # Per client session: the level it asked for (only sessions that asked get log messages).
+        # Per client session: the level it asked for (only sessions that asked get log messages),
+        # and the servers it may hear from (None: all).
         self._levels: dict[ServerSession, types.LoggingLevel] = {}
+        self._hears: dict[ServerSession, ServerFilter | None] = {}
         # Namespaced URI -> who holds a subscription to it: handshake-era sessions, listen streams.
         self._subscribers: dict[str, list[object]] = {}
         self.listen = ForwardingListen(bus, self)
         gateway.add_offerings_listener(self._offerings_changed)
         gateway.add_notice_listener(self._notice)
+
+    def view(self, ctx: ServerRequestContext[Any, Any] | None) -> Gateway | ScopedGateway:
+        """The gateway as the client of `ctx` may see it."""
+        return self._view(ctx)
 
     def install(self, server: Server[Any]) -> None:
         for method, params, handler in (
@@ -123,15 +137,15 @@ class Proxied:
     # --- lists ------------------------------------------------------------------------------
 
     async def list_resources(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=self.gateway.offerings.listed_resources())
+        return types.ListResourcesResult(resources=self._view(ctx).offerings.listed_resources())
 
     async def list_resource_templates(
         self, ctx: ServerRequestContext[Any], params: Any
     ) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=self.gateway.offerings.listed_templates())
+        return types.ListResourceTemplatesResult(resource_templates=self._view(ctx).offerings.listed_templates())
 
     async def list_prompts(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=self.gateway.offerings.listed_prompts())
+        return types.ListPromptsResult(prompts=self._view(ctx).offerings.listed_prompts())
 
     # --- requests routed to the owner -------------------------------------------------------
 
@@ -140,7 +154,7 @@ class Proxied:
     ) -> types.ReadResourceResult | types.InputRequiredResult:
         return await self._answered(
             ctx, params, f"resource:{params.uri}",
-            lambda round_: _relayed(self.gateway.read_resource(params.uri, round_), not_found=RESOURCE_NOT_FOUND),
+            lambda round_: _relayed(self._view(ctx).read_resource(params.uri, round_), not_found=RESOURCE_NOT_FOUND),
         )
 
     async def get_prompt(
@@ -148,7 +162,7 @@ class Proxied:
     ) -> types.GetPromptResult | types.InputRequiredResult:
         return await self._answered(
             ctx, params, f"prompt:{params.name}",
-            lambda round_: _relayed(self.gateway.get_prompt(params.name, params.arguments or {}, round_)),
+            lambda round_: _relayed(self._view(ctx).get_prompt(params.name, params.arguments or {}, round_)),
         )
 
     async def _answered(self, ctx: ServerRequestContext[Any], params: Any, key: str, request: Any) -> Any:
@@ -170,18 +184,23 @@ class Proxied:
     async def complete(self, ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> types.CompleteResult:
         argument = {"name": params.argument.name, "value": params.argument.value}
         context = params.context.arguments if params.context is not None else None
-        return await _relayed(self.gateway.complete(params.ref, argument, context))
+        return await _relayed(self._view(ctx).complete(params.ref, argument, context))
 
     async def subscribe(self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
-        await self.hold(params.uri, ctx.session)
+        await self.hold(params.uri, ctx.session, self._view(ctx))
         return types.EmptyResult()
 
     async def unsubscribe(self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams) -> types.EmptyResult:
         await self.release(params.uri, ctx.session)
         return types.EmptyResult()
 
-    async def hold(self, uri: str, holder: object) -> None:
-        """`holder` subscribes to `uri`; the first one subscribes at the upstream."""
+    async def hold(self, uri: str, holder: object, view: Gateway | ScopedGateway | None = None) -> None:
+        """`holder` subscribes to `uri` (one `view` may reach); the first one subscribes at the upstream."""
+        if isinstance(view, ScopedGateway):
+            try:
+                view.resource_owner(uri)  # a resource outside the profile is unknown to its client
+            except NotOfferedError as exc:
+                raise MCPError(RESOURCE_NOT_FOUND, str(exc)) from exc
         holders = self._subscribers.setdefault(uri, [])
         if not holders:
             try:
@@ -202,6 +221,8 @@ class Proxied:
 
     async def set_level(self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
         self._levels[ctx.session] = params.level
+        view = self._view(ctx)
+        self._hears[ctx.session] = view.allows_server if isinstance(view, ScopedGateway) else None
         # Upstreams send what the most talkative client asked for; each client gets its own share.
         await self.gateway.set_logging_level(min(self._levels.values(), key=_LEVELS.index))
         return types.EmptyResult()
@@ -233,10 +254,14 @@ class Proxied:
                 data=f"{dropped} log message(s) of upstream '{server}' were dropped (over {LOG_RATE:g} a second)",
             ))
         for session, level in list(self._levels.items()):
+            hears = self._hears.get(session)
+            if hears is not None and not hears(server):
+                continue
             for message in messages:
                 if _LEVELS.index(message.level) >= _LEVELS.index(level):
                     if not await _told(session.send_notification(types.LoggingMessageNotification(params=message))):
                         self._levels.pop(session, None)
+                        self._hears.pop(session, None)
                         break
 
     async def _offerings_changed(self, resources: bool, prompts: bool) -> None:
@@ -265,7 +290,7 @@ class ForwardingListen(ListenHandler):
         try:
             for uri in wanted or ():
                 try:
-                    await self._proxied.hold(uri, stream)
+                    await self._proxied.hold(uri, stream, self._proxied.view(ctx))
                     held.append(uri)
                 except MCPError as exc:
                     logger.info("listen stream: not following '%s': %s", uri, exc.error.message)

@@ -39,6 +39,7 @@ from toolscout.serving.metrics import CallOutcome, GatewayMetrics
 from toolscout.serving.proxied import Proxied
 from toolscout.serving.relay import ClientCaller, asking_client, input_round, relaying
 from toolscout.serving.tracing import tracer
+from toolscout.serving.scoped import ProfileChooser, ScopedGateway
 from toolscout.serving.validation import (
     check_argument_size,
     parse_arguments,
@@ -46,7 +47,6 @@ from toolscout.serving.validation import (
     resolve_tool,
     validate_arguments,
 )
-from toolscout.upstream import State
 from toolscout.upstream.connection import ProgressFn
 
 __all__ = [
@@ -193,11 +193,16 @@ class MetaTools:
     """Handlers of the two meta-tools over one gateway."""
 
     def __init__(
-        self, gateway: Gateway, observers: Sequence[CallObserver] = (), metrics: GatewayMetrics | None = None
+        self,
+        gateway: Gateway,
+        observers: Sequence[CallObserver] = (),
+        metrics: GatewayMetrics | None = None,
+        profiles: ProfileChooser | None = None,
     ) -> None:
         self.gateway = gateway
         self._observers = tuple(observers)
         self._metrics = metrics
+        self._profiles = profiles
         # Two ways of telling clients the tools changed, one per protocol era: clients that did the
         # initialize handshake (up to 2025-11-25) get a notification on their session; clients on
         # 2026-07-28 get it on the `subscriptions/listen` streams they opened, served by the SDK's
@@ -205,6 +210,11 @@ class MetaTools:
         self._sessions: deque[ServerSession] = deque(maxlen=_MAX_TRACKED_SESSIONS)
         # Served by `proxied.ForwardingListen`, which also forwards the streams' resource subscriptions.
         self.bus = InMemorySubscriptionBus()
+
+    def view(self, ctx: ServerRequestContext[Any] | None) -> Gateway | ScopedGateway:
+        """The gateway as the client of this request may see it: its profile's part, or all of it."""
+        profile = self._profiles.choose(ctx.request if ctx is not None else None) if self._profiles else None
+        return ScopedGateway(self.gateway, profile) if profile is not None else self.gateway
 
     # --- tools/list ------------------------------------------------------------------------
 
@@ -243,16 +253,17 @@ class MetaTools:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, arguments: dict[str, Any]
     ) -> types.CallToolResult | types.InputRequiredResult:
         name = params.name
+        gateway = self.view(ctx)
         try:
             if name == SEARCH_TOOL:
-                return await self.search(arguments)
+                return await self.search(arguments, gateway)
             if name == EXECUTE_TOOL:
                 # The upstream's progress reaches the agent (a no-op unless it asked for progress),
                 # and its sampling and elicitation requests reach this client (`relay.py`).
                 with relaying(ctx) as caller:
                     try:
                         result = await self.execute(
-                            arguments, progress=ctx.session.report_progress, caller=caller,
+                            arguments, progress=ctx.session.report_progress, caller=caller, gateway=gateway,
                             answers=(params.input_responses, params.request_state),
                         )
                     except UpstreamError as exc:
@@ -270,24 +281,27 @@ class MetaTools:
             logger.exception("%s failed", name)
             return _error(f"toolscout failed to handle {name}: {type(exc).__name__}: {exc}")
 
-    async def search(self, arguments: dict[str, Any]) -> types.CallToolResult:
-        query, limit, servers, max_tokens = self._search_arguments(arguments)
+    async def search(self, arguments: dict[str, Any], gateway: Gateway | ScopedGateway | None = None) -> types.CallToolResult:
+        gateway = gateway or self.gateway
+        query, limit, servers, max_tokens = self._search_arguments(arguments, gateway)
         with tracer().start_as_current_span("toolscout.search") as span, \
                 self._metrics.searching() if self._metrics is not None else nullcontext():
-            response = await self.gateway.search(query, limit=limit, servers=servers)
+            response = await gateway.search(query, limit=limit, servers=servers)
             span.set_attributes({
                 "toolscout.query.chars": len(query), "toolscout.limit": limit,
                 "toolscout.hits": len(response.hits), "toolscout.signals": list(response.signals),
             })
         result = search_answer(
-            response, self.gateway.statuses(), self.gateway.catalog, servers=servers, max_tokens=max_tokens
+            response, gateway.statuses(), gateway.catalog, servers=servers, max_tokens=max_tokens
         )
         return types.CallToolResult(
             content=[types.TextContent(text=json.dumps(result, ensure_ascii=False))],
             structured_content=result,
         )
 
-    def _search_arguments(self, arguments: dict[str, Any]) -> tuple[str, int, list[str] | None, int | None]:
+    def _search_arguments(
+        self, arguments: dict[str, Any], gateway: Gateway | ScopedGateway
+    ) -> tuple[str, int, list[str] | None, int | None]:
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             raise ToolCallError(
@@ -309,7 +323,7 @@ class MetaTools:
         if servers is not None:
             if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
                 raise ToolCallError("'servers' must be a list of server names.")
-            known = self.gateway.server_names()
+            known = gateway.server_names()
             unknown = [s for s in servers if s not in known]
             if unknown:
                 raise ToolCallError(
@@ -328,9 +342,11 @@ class MetaTools:
         *,
         caller: ClientCaller | None = None,
         answers: tuple[types.InputResponses | None, str | None] = (None, None),
+        gateway: Gateway | ScopedGateway | None = None,
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Run the tool `arguments` name. `caller`: the client, for an upstream's "input required"
         (2026-07-28); `answers`: the input responses and request state of the client's retry."""
+        gateway = gateway or self.gateway
         name = arguments.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ToolCallError("'name' must be the id of a tool, as returned by search_tools.")
@@ -341,29 +357,29 @@ class MetaTools:
                 f"'name' is {len(name):,} characters, but tool ids are at most {MAX_ID_LENGTH}; "
                 "pass an id exactly as search_tools returned it."
             )
-        catalog = self.gateway.catalog
+        catalog = gateway.catalog
         if name in catalog.withheld:
             raise ToolCallError(f"Tool '{name}' is withheld: {catalog.withheld[name]}")
         try:
-            tool = self._resolve(name)
+            tool = self._resolve(name, gateway)
         except UnknownToolError:
             # Its server may be reconnecting, or up a moment before the catalog caught up with it.
-            if not await self._bring_up_server_of(name):
+            if not await self._bring_up_server_of(name, gateway):
                 raise
-            tool = self._resolve(name)
+            tool = self._resolve(name, gateway)
         raw = arguments.get("arguments")
         extra = {key: value for key, value in arguments.items() if key not in ("name", "arguments")}
         if raw is None and extra:
             # A common slip: the tool's arguments passed beside `name` instead of inside `arguments`.
             raw = extra
-        check_argument_size(raw, self.gateway.limits.max_argument_bytes)
+        check_argument_size(raw, gateway.limits.max_argument_bytes)
         tool_arguments = parse_arguments(raw)
         notes = validate_arguments(tool, tool_arguments)
         with tracer().start_as_current_span("toolscout.execute") as span, \
                 self._metrics.calling(tool.server) if self._metrics is not None else nullcontext(CallOutcome()) as outcome:
             # "failed" until the upstream answers (the span records the exception otherwise).
             span.set_attributes({"toolscout.tool": tool.id, "toolscout.server": tool.server, "toolscout.outcome": outcome.value})
-            answer = await self.gateway.call(tool, tool_arguments, progress, input_round(tool.id, *answers))
+            answer = await gateway.call(tool, tool_arguments, progress, input_round(tool.id, *answers))
             if isinstance(answer, types.InputRequiredResult):
                 outcome.value = "input_required"
                 span.set_attribute("toolscout.outcome", outcome.value)
@@ -381,21 +397,21 @@ class MetaTools:
             result = result.model_copy(update={"content": [*result.content, *(types.TextContent(text=n) for n in notes)]})
         return result
 
-    def _resolve(self, name: str) -> ToolRecord:
-        catalog = self.gateway.catalog
-        withheld = [t for t in self.gateway.listed().tools if t.id in catalog.withheld] if catalog.withheld else []
+    def _resolve(self, name: str, gateway: Gateway | ScopedGateway) -> ToolRecord:
+        catalog = gateway.catalog
+        withheld = [t for t in gateway.listed().tools if t.id in catalog.withheld] if catalog.withheld else []
         return resolve_tool(name, catalog.tools, withheld)
 
-    async def _bring_up_server_of(self, tool_id: str) -> bool:
+    async def _bring_up_server_of(self, tool_id: str, gateway: Gateway | ScopedGateway) -> bool:
         """An id whose server is down is not unknown: try that server now (bounded), and say that
         the server is the problem if it stays down. True if it is up, so the id is worth resolving
         again; False if no configured server is named."""
         # The id's own server, or the one a qualified name ("git.git_log", "mcp__git__git_log") names.
-        servers = [self.gateway.server_of(tool_id), *(server for server, _ in qualified_forms(tool_id))]
-        named = [s for s in dict.fromkeys(servers) if s and self.gateway.status_of(s) is not None]
+        servers = [gateway.server_of(tool_id), *(server for server, _ in qualified_forms(tool_id))]
+        named = [s for s in dict.fromkeys(servers) if s and gateway.status_of(s) is not None]
         for server in named:
-            if not await self.gateway.bring_up(server):
-                upstream = self.gateway.status_of(server)
+            if not await gateway.bring_up(server):
+                upstream = gateway.status_of(server)
                 assert upstream is not None
                 why = f"is not available ({upstream.reason or upstream.state.value})"
                 if upstream.configuration_error:
@@ -414,10 +430,15 @@ class MetaTools:
         await self.bus.publish(event)
 
     async def track_sessions(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """Middleware: remember each client that completed the handshake, to notify it later."""
+        """Middleware: remember each client that completed the handshake, to notify it later; a
+        client with a profile reads instructions about its profile's servers only."""
         result = await call_next(ctx)
         if ctx.method == "notifications/initialized":
             self._sessions.append(ctx.session)
+        elif ctx.method in ("initialize", "server/discover") and isinstance(result, dict) and self._profiles:
+            view = self.view(ctx)
+            if isinstance(view, ScopedGateway):
+                result = {**result, "instructions": describe.instructions(view.statuses(), view.catalog)}
         return result
 
     async def catalog_changed(self) -> None:
@@ -468,12 +489,16 @@ def _shown(value: Any) -> str:
 
 
 def build_server(
-    gateway: Gateway, observers: Sequence[CallObserver] = (), metrics: GatewayMetrics | None = None
+    gateway: Gateway,
+    observers: Sequence[CallObserver] = (),
+    metrics: GatewayMetrics | None = None,
+    profiles: ProfileChooser | None = None,
 ) -> Server[Any]:
     """The MCP server for `gateway`; its descriptions follow the gateway's catalog. With `metrics`,
-    searches and calls are counted and timed there."""
-    meta = MetaTools(gateway, observers, metrics)
-    proxied = Proxied(gateway, meta.sessions, meta.publish, meta.bus)
+    searches and calls are counted and timed there; with `profiles`, each request is served with
+    its client's profile (`toolscout.serving.scoped`)."""
+    meta = MetaTools(gateway, observers, metrics, profiles)
+    proxied = Proxied(gateway, meta.sessions, meta.publish, meta.bus, view=meta.view)
     server = _GatewayServer(
         "toolscout",
         version=__version__,

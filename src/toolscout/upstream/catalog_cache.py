@@ -32,7 +32,7 @@ from toolscout.registry.loading import ServerSpec
 from toolscout.upstream.published import registry_key, write_private_json
 from toolscout.upstream.status import State, UpstreamStatus
 
-__all__ = ["SeenCatalog", "catalogs_dir", "describe_age", "load_catalog", "save_catalog"]
+__all__ = ["SeenCatalog", "catalogs_dir", "load_catalog", "save_catalog"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,18 +57,7 @@ class SeenCatalog:
         return max(0.0, (time.time() if now is None else now) - self.seen_at)
 
 
-def describe_age(seconds: float) -> str:
-    """'12 s', '5 min', '3 h', '2 days'."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 36 * 3600:
-        return f"{seconds / 3600:.0f} h"
-    return f"{seconds / 86400:.0f} days"
-
-
-def _path(registries: Sequence[Path], directory: Path | None) -> Path:
+def _path(registries: Sequence[Path | str], directory: Path | None) -> Path:
     key = hashlib.sha256(json.dumps(registry_key(registries)).encode()).hexdigest()[:16]
     return (directory or catalogs_dir()) / f"{key}.json"
 
@@ -84,7 +73,7 @@ def _specs_key(specs: Sequence[ServerSpec]) -> str:
 
 
 def save_catalog(
-    registries: Sequence[Path],
+    registries: Sequence[Path | str],
     specs: Sequence[ServerSpec],
     listed: Catalog,
     statuses: Sequence[UpstreamStatus],
@@ -116,7 +105,7 @@ def save_catalog(
 
 
 def load_catalog(
-    registries: Sequence[Path], specs: Sequence[ServerSpec], *, directory: Path | None = None
+    registries: Sequence[Path | str], specs: Sequence[ServerSpec], *, directory: Path | None = None
 ) -> SeenCatalog | None:
     """The catalog last seen over these registries as they are now; None if there is none (or broken)."""
     upstreams = _read(_path(registries, directory), registries, _specs_key(specs))
@@ -136,7 +125,7 @@ def load_catalog(
     return SeenCatalog(seen_at=seen_at, statuses=statuses, catalog=Catalog.of(tools))
 
 
-def _read(path: Path, registries: Sequence[Path], spec_key: str) -> dict[str, Any] | None:
+def _read(path: Path, registries: Sequence[Path | str], spec_key: str) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

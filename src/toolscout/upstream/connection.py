@@ -29,7 +29,8 @@ from mcp.client.subscriptions import ListenNotSupportedError, ResourceUpdated, S
 from pydantic import ValidationError
 
 from toolscout import __version__
-from toolscout.errors import UpstreamConfigurationError, UpstreamError
+from toolscout.errors import SignInRequired, UpstreamConfigurationError, UpstreamError
+from toolscout.oauth.provider import upstream_auth
 from toolscout.registry.loading import ServerSpec, redact, resolve_command
 from toolscout.upstream.defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT
 from toolscout.upstream.error_text import upstream_error_text
@@ -106,6 +107,8 @@ DEFAULT_PING_TIMEOUT = 5.0
 # Pause before opening another listen stream after one ended, doubling while they keep ending.
 _RELISTEN_BASE_DELAY = 1.0
 _RELISTEN_MAX_DELAY = 60.0
+# How often an upstream waiting for a sign-in looks whether its token file changed.
+_SIGN_IN_POLL = 2.0
 
 # The last lines of a stdio upstream's stderr kept in its reason (which an agent may read).
 _MAX_STDERR_IN_REASON = 2000
@@ -114,6 +117,12 @@ _MAX_STDERR_IN_REASON = 2000
 async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
     await event.wait()
     scope.cancel()
+
+
+def _is_sign_in_required(exc: BaseException) -> bool:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return isinstance(exc, SignInRequired)
 
 
 class Upstream:
@@ -132,6 +141,9 @@ class Upstream:
     ) -> None:
         self.spec = spec
         self._on_notice = on_notice
+        # The OAuth sign-in of a remote upstream, made again for each connection so that it reads
+        # the stored tokens afresh (a `toolscout login` since the last attempt).
+        self._auth = upstream_auth(spec)
         self.start_timeout = start_timeout
         self.call_timeout = spec.timeout or call_timeout
         self.ping_timeout = ping_timeout
@@ -149,6 +161,9 @@ class Upstream:
         self._client_changed = anyio.Event()
         # Set when the session ended because the upstream lost it: the supervisor reconnects at once.
         self.reconnect_now = False
+        # Set when the upstream needs a person to sign in (OAuth): retrying is pointless until then.
+        self.needs_sign_in = False
+        self._stamp_at_start: int | None = None
         self._on_change = on_change
         self._state_changed = anyio.Event()
         self._state = State.STARTING
@@ -265,6 +280,8 @@ class Upstream:
         self.state, self.reason, self._was_up, self._fault = State.STARTING, None, False, None
         self.reconnect_now, self._http_error_status = False, None
         self.failure, self.next_attempt = None, None
+        self.needs_sign_in = False
+        self._stamp_at_start = self._sign_in_stamp()
         tail = StderrTail(self.name, redact=self._redact) if self.spec.transport == "stdio" else None
         failure: StartFailure | None = None
         async with anyio.create_task_group() as tg:
@@ -274,8 +291,11 @@ class Upstream:
                 reason = await self._connect_and_serve(tail)
             except Exception as exc:  # noqa: BLE001 - any failure of one upstream is contained here
                 self.failure = exc
-                if self._was_up:
-                    reason = describe_failure(exc)
+                # A missing sign-in is checked first: its HTTP 401 is not a wrong entry, and the
+                # supervisor waits for `toolscout login` instead of retrying.
+                self.needs_sign_in = _is_sign_in_required(exc)
+                if self._was_up or self.needs_sign_in:
+                    reason = describe_failure(exc) if self._was_up else f"failed to start: {describe_failure(exc)}"
                 else:
                     failure = classify_start_failure(exc, self.spec, http_status=self._http_error_status)
                     reason = f"failed to start: {upstream_error_text(failure.reason)}"
@@ -317,6 +337,20 @@ class Upstream:
     async def _record_http_status(self, response: httpx2.Response) -> None:
         if response.status_code >= 400 and self.state is State.STARTING:
             self._http_error_status = response.status_code
+
+    def _sign_in_stamp(self) -> int | None:
+        """When the stored sign-in last changed (None: there is none, or no OAuth)."""
+        try:
+            return self._auth.storage.path.stat().st_mtime_ns if self._auth is not None else None
+        except OSError:
+            return None
+
+    async def wait_for_sign_in(self, stop: anyio.Event) -> None:
+        """Return once the stored sign-in changed since the last attempt began (`toolscout login`
+        ran, or a refused token was marked for refreshing), or `stop` is set."""
+        while self._sign_in_stamp() == self._stamp_at_start and not stop.is_set():
+            with anyio.move_on_after(_SIGN_IN_POLL):
+                await stop.wait()
 
     def give_up(self, attempts: int) -> None:
         """Called by the supervisor: no more restarts; the status says so."""
@@ -399,10 +433,13 @@ class Upstream:
 
     @asynccontextmanager
     async def _transport(self, tail: StderrTail | None, ended: anyio.Event) -> AsyncIterator[Any]:
+        # The OAuth sign-in of a remote upstream, made again for each connection so that it reads
+        # the stored tokens afresh (a `toolscout login` since the last attempt).
+        self._auth = upstream_auth(self.spec)
         async with open_transport(
             self.spec, tail=tail, max_line_bytes=self.limits.max_line_bytes,
             max_result_bytes=self.limits.max_result_bytes, on_fault=self._on_fault,
-            on_http_response=self._record_http_status,
+            on_http_response=self._record_http_status, auth=self._auth,
         ) as (read, write):
             yield EndWatchingStream(read, ended), write
 

@@ -9,14 +9,14 @@ judge tools, and `toolscout approve --server S "prompt:NAME"` approves a changed
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
 
 from toolscout.catalog import ToolRecord
-from toolscout.naming import NameMap, namespaced_uri, template_matches
+from toolscout.naming import NameMap, namespaced_uri, split_uri, template_matches
 
 __all__ = ["KIND_PREFIXES", "Offerings", "UpstreamOffer"]
 
@@ -84,6 +84,24 @@ class Offerings:
             prompt_names=self.prompt_names,
             withheld=dict(withheld),
         )
+
+    def only(self, allows: Callable[[str], bool]) -> Offerings:
+        """These offerings as a client limited to the servers `allows` accepts sees them."""
+        return Offerings(
+            resources=tuple((s, r) for s, r in self.resources if allows(s)),
+            templates=tuple((s, t) for s, t in self.templates if allows(s)),
+            prompts=tuple((s, p) for s, p in self.prompts if allows(s)),
+            prompt_names=self.prompt_names,
+            withheld={name: why for name, why in self.withheld.items() if (owner := self._owner(name)) and allows(owner)},
+        )
+
+    def _owner(self, exposed: str) -> str | None:
+        """The server an exposed prompt name or namespaced URI belongs to."""
+        pair = self.prompt_names.by_name.get(exposed)
+        if pair is not None:
+            return pair[0]
+        split = split_uri(exposed)
+        return split[0] if split is not None else None
 
     def listed_resources(self) -> list[types.Resource]:
         return [r.model_copy(update={"uri": namespaced_uri(s, r.uri)}) for s, r in self.resources]

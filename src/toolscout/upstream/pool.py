@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -169,6 +169,11 @@ class UpstreamPool:
                 uptime = await upstream.run()
                 if self._stopping or upstream.stopped or upstream.configuration_error:
                     return  # configuration errors are not retried: only a changed entry can help
+                if upstream.needs_sign_in:
+                    # Not a crash to back off from: the next attempt is worth making once a person
+                    # has signed in, and not before.
+                    await upstream.wait_for_sign_in(self._stopped)
+                    continue
                 # A session that was up and then ended for a configuration error: the fast restarts, then a give-up.
                 retryable = upstream.failure is None or not is_configuration_error(upstream.failure)
                 delay = policy.after(uptime, retryable=retryable)

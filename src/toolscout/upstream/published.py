@@ -65,14 +65,17 @@ def status_file(directory: Path | None = None) -> Path:
     return (directory or gateways_dir()) / f"{os.getpid()}.json"
 
 
-def registry_key(registries: Sequence[Path]) -> list[str]:
-    """The registries a gateway serves, in a form that compares equal however they were named."""
-    return sorted(str(Path(path).expanduser().resolve()) for path in registries)
+def registry_key(registries: Sequence[Path | str]) -> list[str]:
+    """The registries a gateway serves, in a form that compares equal however they were named.
+
+    A registry URL (given as a str) is its own key; a file is keyed by its absolute path."""
+    return sorted(source if isinstance(source, str) else str(Path(source).expanduser().resolve())
+                  for source in registries)
 
 
 async def publish_statuses(
     statuses: Callable[[], list[UpstreamStatus]],
-    registries: Sequence[Path],
+    registries: Sequence[Path | str],
     transport: str,
     *,
     directory: Path | None = None,
@@ -97,7 +100,7 @@ async def publish_statuses(
         path.unlink(missing_ok=True)
 
 
-def running_gateways(registries: Sequence[Path], *, directory: Path | None = None) -> list[PublishedGateway]:
+def running_gateways(registries: Sequence[Path | str], *, directory: Path | None = None) -> list[PublishedGateway]:
     """The gateways running now over exactly these registries, oldest first.
 
     Files left by gateways that died without cleaning up (killed, machine restarted) are ignored

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from toolscout.errors import ConfigError, ToolscoutError
+from toolscout.errors import ToolscoutError
 
 if TYPE_CHECKING:
     import mcp_types as types

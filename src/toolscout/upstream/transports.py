@@ -31,13 +31,17 @@ _HTTP_READ_TIMEOUT = 300.0
 ResponseHook = Callable[[httpx2.Response], Awaitable[None]]
 
 
-def http_client(headers: Mapping[str, str], on_response: ResponseHook | None = None) -> httpx2.AsyncClient:
+def http_client(
+    headers: Mapping[str, str], on_response: ResponseHook | None = None, auth: httpx2.Auth | None = None
+) -> httpx2.AsyncClient:
     """The client an HTTP upstream is reached through (to be entered as a context manager);
-    `on_response` sees every response (the SDK reports an HTTP error status as a generic error)."""
+    `on_response` sees every response (the SDK reports an HTTP error status as a generic error);
+    `auth`: its OAuth sign-in, if any (`toolscout.oauth.provider`)."""
     return httpx2.AsyncClient(
         headers=dict(headers),
         timeout=httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT),
         event_hooks={"response": [on_response]} if on_response is not None else None,
+        auth=auth,
     )
 
 
@@ -50,6 +54,7 @@ async def open_transport(
     on_fault: Callable[[str], None],
     on_http_response: ResponseHook | None = None,
     max_result_bytes: int = Limits().max_result_bytes,
+    auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """(read stream, write stream) to the upstream `spec` names. A stdio upstream writes its stderr
     to `tail`, its stdout lines are capped at `max_line_bytes`, and `on_fault(reason)` hears why
@@ -75,8 +80,10 @@ async def open_transport(
                 # The child holds its own copy now (or was never spawned); ours would hide EOF.
                 tail.release_writer()
         elif spec.transport == "http":
-            http = await stack.enter_async_context(http_client(spec.headers, on_http_response))
+            http = await stack.enter_async_context(http_client(spec.headers, on_http_response, auth))
             read, write = await stack.enter_async_context(streamable_http_client(spec.url or "", http_client=http))
         else:
-            read, write = await stack.enter_async_context(sse_client(spec.url or "", headers=dict(spec.headers)))
+            read, write = await stack.enter_async_context(
+                sse_client(spec.url or "", headers=dict(spec.headers), auth=auth)
+            )
         yield read, write
