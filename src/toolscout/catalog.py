@@ -53,6 +53,9 @@ class ToolRecord:
     title: str | None = None
     annotations: Mapping[str, Any] | None = None
     output_schema: Mapping[str, Any] | None = None
+    # Whether the upstream runs the tool as a task (long-running call, 2025-11-25 `execution.taskSupport`):
+    # "required" ones cannot be called through toolscout, which does not pass tasks through.
+    task_support: str | None = None
     # User-language phrases, synonyms and example requests attached to the tool (overlays, learning).
     expansion: tuple[str, ...] = ()
 

@@ -31,6 +31,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import MCPError
+from mcp_types.jsonrpc import METHOD_NOT_FOUND
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
@@ -47,6 +48,7 @@ from toolscout.gateway import Gateway, ServerFilter
 from toolscout.naming import namespaced_uri
 from toolscout.serving.scoped import ScopedGateway
 from toolscout.serving.relay import asking_client, input_round, relaying
+from toolscout.tasks import TASK_METHOD_REFUSAL, TASK_METHODS
 
 __all__ = ["LOG_BURST", "LOG_RATE", "ForwardingListen", "LogRate", "Proxied", "RESOURCE_NOT_FOUND"]
 
@@ -133,6 +135,9 @@ class Proxied:
             ("logging/setLevel", types.SetLevelRequestParams, self.set_level),
         ):
             server.add_request_handler(method, params, handler)  # type: ignore[arg-type]
+        for method in TASK_METHODS:
+            # Unknown methods all the same (-32601), with words saying why (`toolscout.tasks`).
+            server.add_request_handler(method, types.RequestParams, _refuse_task_method)  # type: ignore[arg-type]
 
     # --- lists ------------------------------------------------------------------------------
 
@@ -323,3 +328,7 @@ async def _relayed(request: Any, *, not_found: int = types.INVALID_PARAMS) -> An
         raise MCPError(types.INVALID_PARAMS, str(exc)) from exc
     except UpstreamError as exc:
         raise MCPError(types.INTERNAL_ERROR, f"{exc}. Try again later.") from exc
+
+
+async def _refuse_task_method(ctx: ServerRequestContext[Any], params: Any) -> Any:
+    raise MCPError(METHOD_NOT_FOUND, TASK_METHOD_REFUSAL, data=ctx.method)

@@ -40,6 +40,7 @@ from toolscout.serving.proxied import Proxied
 from toolscout.serving.relay import ClientCaller, asking_client, input_round, relaying
 from toolscout.serving.tracing import tracer
 from toolscout.serving.scoped import ProfileChooser, ScopedGateway
+from toolscout.tasks import refused_task
 from toolscout.serving.validation import (
     check_argument_size,
     parse_arguments,
@@ -367,6 +368,8 @@ class MetaTools:
             if not await self._bring_up_server_of(name, gateway):
                 raise
             tool = self._resolve(name, gateway)
+        if tool.task_support == "required":
+            raise ToolCallError(refused_task(tool.id, tool.server))
         raw = arguments.get("arguments")
         extra = {key: value for key, value in arguments.items() if key not in ("name", "arguments")}
         if raw is None and extra:

@@ -24,6 +24,7 @@ import anyio.abc
 import mcp_types as types
 from mcp import Client, MCPError
 from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp.client.subscriptions import ListenNotSupportedError, ResourceUpdated, SubscriptionLost, ToolsListChanged
 from pydantic import ValidationError
@@ -32,6 +33,7 @@ from toolscout import __version__
 from toolscout.errors import SignInRequired, UpstreamConfigurationError, UpstreamError
 from toolscout.oauth.provider import upstream_auth
 from toolscout.registry.loading import ServerSpec, redact, resolve_command
+from toolscout.tasks import TASKS_EXTENSION, needs_tasks
 from toolscout.upstream.defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT
 from toolscout.upstream.error_text import upstream_error_text
 from toolscout.upstream.failures import CONFIGURATION_NOTE, StartFailure, classify_start_failure
@@ -871,6 +873,11 @@ class Upstream:
         if exc.code == types.CONNECTION_CLOSED:
             why = self._fault or "it may have crashed"
             return UpstreamError(self.name, f"closed the connection during {what} ({self._redact(why)})")
+        if exc.code == MISSING_REQUIRED_CLIENT_CAPABILITY and needs_tasks(exc.data):
+            return UpstreamError(
+                self.name, f"runs {what} only as a task ({TASKS_EXTENSION}), and toolscout does not pass tasks "
+                "through; use search_tools to find another tool for the task", transient=False,
+            )
         # The upstream answered: the same request would be refused again.
         return UpstreamError(
             self.name, f"rejected {what}: {upstream_error_text(self._redact(exc.message))}", transient=False

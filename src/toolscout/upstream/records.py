@@ -37,6 +37,7 @@ def tool_record(server: str, tool: types.Tool, tool_id: str) -> ToolRecord:
         title=tool.title,
         annotations=_annotations(tool),
         output_schema=dict(tool.output_schema) if tool.output_schema else None,
+        task_support=tool.execution.task_support if tool.execution is not None else None,
     )
 
 
