@@ -6,7 +6,7 @@ and writes one line per tool in the shared bench format:
 
     {"id", "name", "server", "description", "input_schema", "title", "annotations"}
 
-`id` is the id toolscout exposes (`toolscout.catalog.assign_ids`: `<server>__<tool>`); `title` and
+`id` is the id toolscout exposes (`toolscout.naming.assign_ids`: `<server>__<tool>`); `title` and
 `annotations` are extra keys (the bench loader ignores them; `bundled_top1.py` passes them on, as
 the gateway does). The sqlite server gets a throw-away `--db-path`, so no user state is touched.
 
@@ -41,9 +41,9 @@ def log(message: str) -> None:
 def exposed_ids(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
     """toolscout's own id assignment; `<server>__<tool>` if the module has moved."""
     try:
-        from toolscout.catalog import assign_ids
+        from toolscout.naming import assign_ids
     except ImportError:
-        log("toolscout.catalog.assign_ids not importable; using <server>__<tool>")
+        log("toolscout.naming.assign_ids not importable; using <server>__<tool>")
         return {(server, name): f"{server}__{name}" for server, name in pairs}
     return assign_ids(pairs)
 

@@ -16,7 +16,7 @@ import pytest
 from support.registries import failing_server, fast_search_settings, python_server, time_server, write_registry
 from mcp import Client
 
-from toolscout.catalog import MAX_ID_LENGTH, is_valid_id
+from toolscout.naming import MAX_ID_LENGTH, is_valid_id
 from toolscout.gateway import Gateway, GatewayOptions
 from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch

@@ -1,5 +1,5 @@
-"""Tool records: the one shape every part of toolscout uses for a tool, their exposed ids, and
-the `Catalog` snapshot of them.
+"""Tool records: the one shape every part of toolscout uses for a tool, and the `Catalog` snapshot
+of them. Their exposed ids are given by `toolscout.naming`.
 
 A ToolRecord is plain data (no MCP types), so retrieval and evaluation code can use it without
 importing the MCP SDK; `toolscout.upstream` converts MCP `Tool` objects into records.
@@ -9,30 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = [
-    "DEFINITION_FIELDS",
-    "ID_SEPARATOR",
-    "LEGACY_FIELDS",
-    "MAX_ID_LENGTH",
-    "Catalog",
-    "ToolRecord",
-    "assign_ids",
-    "fingerprint_of",
-    "is_valid_id",
-]
+__all__ = ["DEFINITION_FIELDS", "LEGACY_FIELDS", "Catalog", "ToolRecord", "fingerprint_of"]
 
-# Many clients (and model APIs) accept only this for tool names; the MCP spec's rule is a superset.
-MAX_ID_LENGTH = 64
-ID_SEPARATOR = "__"
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
-_ID_RULE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_HASH_LENGTH = 8
 # Everything of a tool definition that reaches a model (search results show the title and the output
 # schema too), so a change to any of it changes the fingerprint and is caught by pinning.
 DEFINITION_FIELDS = ("name", "title", "description", "input_schema", "output_schema", "annotations")
@@ -87,49 +69,6 @@ def fingerprint_of(definition: Mapping[str, Any]) -> str:
     """SHA-256 of a definition's canonical JSON; the only place fingerprints are computed."""
     payload = json.dumps(definition, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-def is_valid_id(value: str) -> bool:
-    """True when `value` satisfies the tool-name rule toolscout exposes ids under."""
-    return bool(_ID_RULE.match(value))
-
-
-def _short_hash(server: str, name: str) -> str:
-    return hashlib.sha256(f"{server}\0{name}".encode()).hexdigest()[:_HASH_LENGTH]
-
-
-def _sanitize(part: str) -> str:
-    return _UNSAFE.sub("_", part).strip("_") or "x"
-
-
-def _candidate_id(server: str, name: str) -> str:
-    return f"{_sanitize(server)}{ID_SEPARATOR}{_sanitize(name)}"
-
-
-def _hashed_id(server: str, name: str) -> str:
-    # Keep as much of the readable id as fits, then a hash of the exact (server, name) pair.
-    suffix = f"_{_short_hash(server, name)}"
-    return _candidate_id(server, name)[: MAX_ID_LENGTH - len(suffix)].rstrip("_-") + suffix
-
-
-def assign_ids(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """Give every (server, tool name) pair an exposed id: unique, deterministic, <= 64 chars.
-
-    The id of a pair depends only on the pair and on which other pairs share its readable form, never
-    on listing order, so ids stay stable across restarts. Readable ids that collide (after
-    sanitising, or because they are too long) get a hash of the exact pair appended.
-    """
-    by_candidate: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for server, name in dict.fromkeys(pairs):
-        by_candidate[_candidate_id(server, name)].append((server, name))
-    ids: dict[tuple[str, str], str] = {}
-    for candidate, members in by_candidate.items():
-        for server, name in members:
-            if len(members) == 1 and len(candidate) <= MAX_ID_LENGTH:
-                ids[(server, name)] = candidate
-            else:
-                ids[(server, name)] = _hashed_id(server, name)
-    return ids
 
 
 @dataclass(frozen=True)

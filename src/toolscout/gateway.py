@@ -40,7 +40,8 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from toolscout.catalog import ID_SEPARATOR, Catalog, ToolRecord
+from toolscout.catalog import Catalog, ToolRecord
+from toolscout.naming import id_server
 from toolscout.registry.loading import ServerSpec
 from toolscout.search import SearchEngine, SearchResponse
 from toolscout.upstream.defaults import (
@@ -311,8 +312,8 @@ class Gateway:
         return sorted(self._pool.upstreams)
 
     def server_of(self, tool_id: str) -> str | None:
-        """The configured upstream a tool id names before its `ID_SEPARATOR`, or None."""
-        name = tool_id.split(ID_SEPARATOR, 1)[0]
+        """The configured upstream a tool id names before its separator (`naming.id_server`), or None."""
+        name = id_server(tool_id)
         return name if name in self._pool.upstreams else None
 
     def status_of(self, server: str) -> UpstreamStatus | None:

@@ -14,12 +14,13 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from toolscout.catalog import ID_SEPARATOR, ToolRecord
+from toolscout.catalog import ToolRecord
 from toolscout.learning.examples import Example, load_example_files
 from toolscout.learning.expansion import apply_expansions
 from toolscout.learning.expansion_cache import ExpansionCache
 from toolscout.learning.overlays import Overlay, load_overlays, unmatched_patterns
 from toolscout.learning.usage import UsageStore
+from toolscout.naming import id_server
 
 __all__ = ["LearningSources"]
 
@@ -67,11 +68,11 @@ class LearningSources:
     def _report_unknown_examples(self, tools: Sequence[ToolRecord], examples: Sequence[Example]) -> None:
         """Example ids that match no tool of a server that is up: said once per id. An id of a
         server not (yet) in the catalog is normal while it starts or is down, so it waits."""
-        servers = {tool.id.split(ID_SEPARATOR, 1)[0] for tool in tools}
+        servers = {id_server(tool.id) for tool in tools}
         known = {tool.id for tool in tools}
         unknown = sorted(
             tool_id for example in examples for tool_id in example.tool_ids
-            if tool_id not in known and tool_id.split(ID_SEPARATOR, 1)[0] in servers and tool_id not in self._unknown_ids
+            if tool_id not in known and id_server(tool_id) in servers and tool_id not in self._unknown_ids
         )
         unknown = list(dict.fromkeys(unknown))
         if unknown:

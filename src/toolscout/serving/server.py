@@ -27,9 +27,10 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 
 from toolscout import __version__
-from toolscout.catalog import MAX_ID_LENGTH, Catalog, ToolRecord
+from toolscout.catalog import Catalog, ToolRecord
 from toolscout.errors import ToolCallError, UnknownToolError, UpstreamConfigurationError, UpstreamError
 from toolscout.gateway import Gateway
+from toolscout.naming import MAX_ID_LENGTH, qualified_forms
 from toolscout.request_ids import HEADER as REQUEST_ID_HEADER
 from toolscout.request_ids import serving_request
 from toolscout.serving import describe
@@ -44,7 +45,6 @@ from toolscout.tasks import refused_task
 from toolscout.serving.validation import (
     check_argument_size,
     parse_arguments,
-    qualified_forms,
     resolve_tool,
     validate_arguments,
 )

@@ -19,7 +19,8 @@ import jsonschema
 from jsonschema.exceptions import SchemaError, ValidationError, relevance
 from referencing.exceptions import Unresolvable
 
-from toolscout.catalog import ID_SEPARATOR, ToolRecord
+from toolscout.catalog import ToolRecord
+from toolscout.naming import ID_SEPARATOR, qualified_forms
 from toolscout.errors import InvalidArgumentsError, ToolCallError, UnknownToolError
 
 __all__ = [
@@ -28,7 +29,6 @@ __all__ = [
     "closest_ids",
     "closest_parameter",
     "parse_arguments",
-    "qualified_forms",
     "resolve_tool",
     "unknown_tool",
     "validate_arguments",
@@ -95,12 +95,6 @@ def closest_ids(name: str, ids: Iterable[str], n: int = 5) -> list[str]:
     return list(dict.fromkeys(suffix + close))[:n]
 
 
-# How agents spell a tool besides its id: "server.tool", "server/tool", "server:tool" and the
-# "mcp__server__tool" form some clients give MCP tools.
-_QUALIFIERS = (".", "/", ":")
-_CLIENT_PREFIX = "mcp__"
-
-
 def resolve_tool(name: str, tools: Iterable[ToolRecord], withheld: Iterable[ToolRecord] = ()) -> ToolRecord:
     """The tool `name` stands for: its id, its upstream name when only one tool has it, or a
     server-qualified name. UnknownToolError lists the ids when the name is ambiguous, or the
@@ -131,26 +125,6 @@ def resolve_tool(name: str, tools: Iterable[ToolRecord], withheld: Iterable[Tool
         if matches:
             raise ambiguous_tool(name, matches)
     raise unknown_tool(name, by_id)
-
-
-def qualified_forms(name: str) -> list[tuple[str, str]]:
-    """(server, tool name) readings of `name`, most literal first."""
-    forms = []
-    for separator in _QUALIFIERS:
-        server, found, rest = name.partition(separator)
-        if found and server and rest:
-            forms.append((server, rest))
-    rest = name[len(_CLIENT_PREFIX):] if name.startswith(_CLIENT_PREFIX) else name
-    # "mcp__server__tool", "server__tool" when the id was shortened or hashed, and a gateway name
-    # an agent put in front ("mcp__toolscout__server__tool"); clients join names with the same
-    # separator as our ids.
-    parts = rest.split(ID_SEPARATOR)
-    for start in range(len(parts) - 1):
-        for cut in range(start + 1, len(parts)):
-            server, tool_name = ID_SEPARATOR.join(parts[start:cut]), ID_SEPARATOR.join(parts[cut:])
-            if server and tool_name:
-                forms.append((server, tool_name))
-    return forms
 
 
 def ambiguous_tool(name: str, tools: Iterable[ToolRecord]) -> UnknownToolError:

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolscout.catalog import Catalog, ToolRecord, assign_ids
+from toolscout.catalog import Catalog, ToolRecord
 from toolscout.learning.storage import data_dir
+from toolscout.naming import NameMap
 from toolscout.registry.loading import ServerSpec
 from toolscout.upstream.published import registry_key, write_private_json
 from toolscout.upstream.status import State, UpstreamStatus
@@ -119,7 +120,7 @@ def load_catalog(
         logger.info("the cached catalog is incomplete or from another version (%s); connecting instead", exc)
         return None
     # Ids as a pool assigns them over these tools, in its order (by server, then as listed).
-    ids = assign_ids((record.server, record.name) for record in records)
+    ids = NameMap.of((record.server, record.name) for record in records).by_pair
     records.sort(key=lambda record: record.server)
     tools = [dataclasses.replace(record, id=ids[(record.server, record.name)]) for record in records]
     return SeenCatalog(seen_at=seen_at, statuses=statuses, catalog=Catalog.of(tools))

@@ -1,6 +1,6 @@
 """The one place where MCP `Tool` objects become toolscout `ToolRecord`s.
 
-Ids are assigned over the whole catalog at once (`catalog.assign_ids`), because whether a tool's
+Ids are assigned over the whole catalog at once (`toolscout.naming`, as for prompts), because whether a tool's
 readable id needs a hash suffix depends on which other tools share its readable form.
 """
 
@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import mcp_types as types
 
-from toolscout.catalog import ToolRecord, assign_ids
+from toolscout.catalog import ToolRecord
+from toolscout.naming import NameMap
 
 __all__ = ["build_catalog", "tool_record"]
 
@@ -44,7 +45,7 @@ def tool_record(server: str, tool: types.Tool, tool_id: str) -> ToolRecord:
 def build_catalog(tools_by_server: Mapping[str, Sequence[types.Tool]]) -> tuple[ToolRecord, ...]:
     """Records for every tool of every server, ordered by server then upstream listing order."""
     pairs = [(server, tool.name) for server, tools in tools_by_server.items() for tool in tools]
-    ids = assign_ids(pairs)
+    ids = NameMap.of(pairs).by_pair
     records: list[ToolRecord] = []
     for server in sorted(tools_by_server):
         seen: set[str] = set()
