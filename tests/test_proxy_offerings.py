@@ -169,6 +169,17 @@ async def test_log_messages_reach_a_client_that_set_a_level_tagged_with_their_se
     ]
 
 
+async def test_a_registry_secret_an_upstream_echoes_in_a_resource_or_prompt_never_reaches_a_client(tmp_path: Path) -> None:
+    token = "lib-7f3a9c2e51d84b06"
+    with anyio.fail_after(60):
+        async with library(tmp_path, env={"LIBRARY_TOKEN": token}) as (app, legacy, _):
+            ledger = await legacy.read_resource(BOOKS.replace("{title}", "ledger"))
+            async with Client(app.server, mode="2026-07-28") as modern:
+                prompt = await modern.get_prompt("library__discuss", {"title": "dune", "style": "signed"})
+    assert ledger.contents[0].text == "The ledger, kept under key ***."
+    assert prompt.messages[0].content.text == "Discuss the book 'dune' in a signed style. Sign it with ***."
+
+
 def test_log_messages_are_bounded_in_rate_per_upstream() -> None:
     now = [0.0]
     rate = LogRate(burst=3, rate=1.0, clock=lambda: now[0])

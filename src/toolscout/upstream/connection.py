@@ -9,7 +9,6 @@ failure, so a supervisor can simply call it again to restart (see `pool.py`).
 
 from __future__ import annotations
 
-import json
 import logging
 import warnings
 from contextvars import ContextVar
@@ -27,7 +26,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp.client.subscriptions import ListenNotSupportedError, ResourceUpdated, SubscriptionLost, ToolsListChanged
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from toolscout import __version__
 from toolscout.errors import SignInRequired, UpstreamConfigurationError, UpstreamError
@@ -67,6 +66,7 @@ ProgressFn = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 # (server, the notification). Runs in the session's receive path: must not block.
 NoticeFn = Callable[[str, Any], None]
 _Result = TypeVar("_Result")
+_Message = TypeVar("_Message")
 
 
 class Caller(Protocol):
@@ -510,7 +510,7 @@ class Upstream:
         elif isinstance(message, types.ResourceUpdatedNotification):
             self._on_notice(self.name, message)
         elif isinstance(message, types.LoggingMessageNotification):
-            self._on_notice(self.name, self._redacted_log(message))
+            self._on_notice(self.name, self._redacted(message))
         elif isinstance(message, Exception):
             logger.debug("upstream '%s' transport error: %s", self.name, self._redact(str(message)))
 
@@ -742,7 +742,7 @@ class Upstream:
         if caller is not None:
             self._callers.append(caller)
         try:
-            return await self._send_request(what, send, progress)
+            return self._redacted(await self._send_request(what, send, progress))
         finally:
             if caller is not None:
                 self._callers.remove(caller)
@@ -793,11 +793,11 @@ class Upstream:
 
     async def _relay_sampling(self, context: Any, params: types.CreateMessageRequestParams) -> Any:
         caller = self._caller_asking("sample with the client's model (sampling/createMessage)")
-        return caller if isinstance(caller, types.ErrorData) else await caller.sample(self.name, params)
+        return caller if isinstance(caller, types.ErrorData) else await caller.sample(self.name, self._redacted(params))
 
     async def _relay_elicitation(self, context: Any, params: types.ElicitRequestParams) -> Any:
         caller = self._caller_asking("ask the user (elicitation/create)")
-        return caller if isinstance(caller, types.ErrorData) else await caller.elicit(self.name, params)
+        return caller if isinstance(caller, types.ErrorData) else await caller.elicit(self.name, self._redacted(params))
 
     def _caller_asking(self, what: str) -> Caller | types.ErrorData:
         """The client an upstream's request made during a call goes to: the one whose call it is,
@@ -884,25 +884,16 @@ class Upstream:
         )
 
     def _bounded(self, tool: str, result: types.CallToolResult) -> types.CallToolResult:
-        """Cut an oversized result to the limit; hide registry secrets an upstream echoes in it
-        (in an error, or in what it returns: its text and its structured content). An error's text
-        is read by the agent as a message: paths shortened, capped as well."""
+        """Cut an oversized result (its secrets already hidden, `request`) to the limit. An error's
+        text is read by the agent as a message: paths shortened, capped as well."""
         if result.is_error:
             content = [
-                block.model_copy(update={"text": upstream_error_text(self._redact(block.text))})
+                block.model_copy(update={"text": upstream_error_text(block.text)})
                 if isinstance(block, types.TextContent) else block
                 for block in result.content
             ]
             result = result.model_copy(update={"content": content})
-        result = bound_result(result, self.limits.max_result_bytes, server=self.name, tool=tool)
-        if self.spec.secrets:
-            content = [
-                block.model_copy(update={"text": self._redact(block.text)}) if isinstance(block, types.TextContent) else block
-                for block in result.content
-            ]
-            structured = _redacted_json(result.structured_content, self._redact)
-            result = result.model_copy(update={"content": content, "structured_content": structured})
-        return result
+        return bound_result(result, self.limits.max_result_bytes, server=self.name, tool=tool)
 
     def _mark_down(self, reason: str | None) -> None:
         was_up = self.state is State.UP
@@ -917,20 +908,14 @@ class Upstream:
     def _redact(self, text: str) -> str:
         return redact(text, self.spec.secrets)
 
-    def _redacted_log(self, message: types.LoggingMessageNotification) -> types.LoggingMessageNotification:
-        """A log message with the registry's secrets for this upstream hidden, whatever its shape."""
-        if not self.spec.secrets:
+    def _redacted(self, message: _Message) -> _Message:
+        """Whatever this upstream sends that is relayed (a result, a log message, a request for the
+        client), with the registry's secrets for this upstream hidden in every string of it."""
+        if not self.spec.secrets or not isinstance(message, BaseModel):
             return message
-        text = json.dumps(message.params.data, ensure_ascii=False, default=str)
-        redacted = self._redact(text)
-        if redacted == text:
-            return message
-        try:
-            data = json.loads(redacted)
-        except ValueError:
-            data = redacted
-        params = message.params.model_copy(update={"data": data})
-        return message.model_copy(update={"params": params})
+        dumped = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+        redacted = _redacted_json(dumped, self._redact)
+        return message if redacted == dumped else type(message).model_validate(redacted)
 
 
 def _redacted_json(value: Any, redact_text: Callable[[str], str]) -> Any:
