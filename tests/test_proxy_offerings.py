@@ -180,6 +180,30 @@ async def test_a_registry_secret_an_upstream_echoes_in_a_resource_or_prompt_neve
     assert prompt.messages[0].content.text == "Discuss the book 'dune' in a signed style. Sign it with ***."
 
 
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_icons_annotations_resource_links_and_structured_output_pass_through_unchanged(
+    tmp_path: Path, mode: str
+) -> None:
+    icon = types.Icon(src="data:image/png;base64,iVBORw0KGgo=", mime_type="image/png", sizes=["16x16"])
+    for_readers = types.Annotations(audience=["user"], priority=0.8)
+    with anyio.fail_after(60):
+        async with library(tmp_path) as (app, _, _):
+            async with Client(app.server, mode=mode) as client:
+                readme = next(r for r in (await client.list_resources()).resources if r.uri == README)
+                discuss = (await client.list_prompts()).prompts[0]
+                card = await client.call_tool("execute_tool", {"name": "library__card", "arguments": {"title": "dune"}})
+                found = await client.call_tool("search_tools", {"query": "catalogue card of a book", "limit": 1})
+    assert (readme.icons, readme.annotations) == ([icon], for_readers)
+    assert discuss.icons == [icon]
+    link, text = card.content
+    assert isinstance(link, types.ResourceLink)  # the upstream's own URI, as it sent it
+    assert (link.uri, link.name, link.mime_type, link.icons, link.annotations) == (
+        "library://books/dune", "dune", "text/plain", [icon], for_readers)
+    assert isinstance(text, types.TextContent) and text.annotations == types.Annotations(audience=["assistant"])
+    assert card.structured_content == {"title": "dune", "held": True} and not card.is_error
+    assert found.structured_content["tools"][0]["annotations"]["readOnlyHint"] is True
+
+
 def test_log_messages_are_bounded_in_rate_per_upstream() -> None:
     now = [0.0]
     rate = LogRate(burst=3, rate=1.0, clock=lambda: now[0])
