@@ -169,15 +169,23 @@ async def test_log_messages_reach_a_client_that_set_a_level_tagged_with_their_se
     ]
 
 
-async def test_a_registry_secret_an_upstream_echoes_in_a_resource_or_prompt_never_reaches_a_client(tmp_path: Path) -> None:
+async def test_a_registry_secret_an_upstream_echoes_in_what_it_offers_or_returns_never_reaches_a_client(tmp_path: Path) -> None:
     token = "lib-7f3a9c2e51d84b06"
     with anyio.fail_after(60):
         async with library(tmp_path, env={"LIBRARY_TOKEN": token}) as (app, legacy, _):
             ledger = await legacy.read_resource(BOOKS.replace("{title}", "ledger"))
+            templates = (await legacy.list_resource_templates()).resource_templates
+            found = await legacy.call_tool("search_tools", {"query": "write log messages while working"})
             async with Client(app.server, mode="2026-07-28") as modern:
                 prompt = await modern.get_prompt("library__discuss", {"title": "dune", "style": "signed"})
     assert ledger.contents[0].text == "The ledger, kept under key ***."
     assert prompt.messages[0].content.text == "Discuss the book 'dune' in a signed style. Sign it with ***."
+    # The definitions it lists, too: in resources/templates/list, and as search_tools shows a tool.
+    books = next(t for t in templates if t.uri_template == BOOKS)
+    assert books.description == "The text of one book by its title. The ledger is kept under key ***."
+    chatter = next(t for t in found.structured_content["tools"] if t["id"] == "library__chatter")
+    assert chatter["description"].endswith("The ledger is kept under key ***.")
+    assert token not in str(found.structured_content)
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])

@@ -7,7 +7,8 @@ to elicit or sample in the middle of a call.
 --poisoned: one more prompt, whose description hides instructions; --reworded: the `discuss`
 prompt's description says something else (a changed definition, for pinning); --broken-resources:
 resources/list fails. With $LIBRARY_TOKEN set, the book `ledger`, the `discuss` prompt in the
-`signed` style and `chatter`'s first log message hold it, as an upstream may echo a credential. The same flags may come in $LIBRARY_FLAGS instead, which leaves the command
+`signed` style, `chatter`'s first log message and the descriptions of the books template and of
+`chatter` hold it, as an upstream may echo a credential. The same flags may come in $LIBRARY_FLAGS instead, which leaves the command
 line, and so the server's identity for pinning, the same: what changes is then the server itself.
 """
 
@@ -29,6 +30,8 @@ server = MCPServer("library", instructions="A small library: books as resources,
 BOOKS = {"dune": "Dune, by Frank Herbert: spice, sand and politics.", "emma": "Emma, by Jane Austen."}
 LEVEL: dict[str, str] = {"level": "unset"}
 SUBSCRIBED: set[str] = set()
+TOKEN = os.environ.get("LIBRARY_TOKEN")
+KEPT_UNDER = f" The ledger is kept under key {TOKEN}." if TOKEN else ""
 # An icon and annotations, to see that they reach clients unchanged.
 ICON = types.Icon(src="data:image/png;base64,iVBORw0KGgo=", mime_type="image/png", sizes=["16x16"])
 FOR_READERS = types.Annotations(audience=["user"], priority=0.8)
@@ -45,7 +48,8 @@ def big() -> str:
     return "catalogue line\n" * 40_000
 
 
-@server.resource("library://books/{title}", description="The text of one book by its title.", mime_type="text/plain")
+@server.resource("library://books/{title}", description="The text of one book by its title." + KEPT_UNDER,
+                 mime_type="text/plain")
 def book(title: str) -> str:
     if title == "ledger" and os.environ.get("LIBRARY_TOKEN"):
         return f"The ledger, kept under key {os.environ['LIBRARY_TOKEN']}."
@@ -91,9 +95,9 @@ def card(title: str) -> types.CallToolResult:
     )
 
 
-@server.tool()
+@server.tool(description="Write `count` log messages at info level while working (the first names the access token)."
+             + KEPT_UNDER)
 async def chatter(count: int, ctx: Context) -> str:
-    """Write `count` log messages at info level while working (the first names the access token)."""
     for i in range(count):
         token = f" with token {os.environ.get('LIBRARY_TOKEN')}" if i == 0 and os.environ.get("LIBRARY_TOKEN") else ""
         await ctx.log("info", f"working on step {i}{token}", logger_name="worker")

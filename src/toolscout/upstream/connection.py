@@ -491,7 +491,8 @@ class Upstream:
                 if optional and exc.code == types.METHOD_NOT_FOUND:
                     return ()
                 raise
-            items.extend(getattr(page, field))
+            # A definition an upstream words with a registry secret in it reaches no client with it.
+            items.extend(self._redacted(item) for item in getattr(page, field))
             cursor = page.next_cursor
             if not cursor or cursor in seen_cursors:
                 break
