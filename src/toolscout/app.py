@@ -19,8 +19,9 @@ the same configuration and the same hooks.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from toolscout.registry.loading import ServerSpec
     from toolscout.search import ToolSearch
     from toolscout.search.settings import SearchSettings
+    from toolscout.security.order_classifier import OrderClassifier
     from toolscout.security.screens import PinScreen
     from toolscout.serving.metrics import GatewayMetrics
     from toolscout.serving.clients import ClientTokens
@@ -57,6 +59,7 @@ __all__ = [
     "catalog_indexer",
     "gateway_hooks",
     "keep_current",
+    "learned_reader",
     "load_specs",
     "open_gateway",
     "remember",
@@ -130,6 +133,8 @@ class AppConfig:
     pins: PinOptions | None = None
     # False: the poisoning scan withholds the tools it flags.
     allow_flagged: bool = True
+    # True: the poisoning scan adds the learned reader of orders to its phrase rules (--intent-reader).
+    intent_reader: bool = False
     # None: no learning source is read.
     learning: LearningOptions | None = None
     serving: ServingOptions = field(default_factory=ServingOptions)
@@ -174,12 +179,24 @@ def gateway_hooks(config: AppConfig, specs: Sequence[ServerSpec] = ()) -> Gatewa
         hooks.pins = PinScreen(store, {spec.name: server_identity(spec) for spec in specs})
         hooks.screens.append(hooks.pins)
     if not config.allow_flagged:
-        poisoning = PoisoningScreen()
+        poisoning = PoisoningScreen(learned_reader(config))
         hooks.screens.append(poisoning)
         hooks.summary_screen = poisoning.summary_reason
     if config.learning is not None:
         hooks.sources = _learning_sources(config, config.learning)
     return hooks
+
+
+def learned_reader(config: AppConfig) -> Callable[[], OrderClassifier | None] | None:
+    """What makes the poisoning screen's learned reader (`--intent-reader`), or None: phrase rules
+    only, the default (the reader flags about 0.3% of honest tools, docs/security.md). It reads
+    with the bundled embedding model whatever `--model` says; its sentence vectors are kept in the
+    search's embedding cache."""
+    from toolscout.security.order_classifier import OrderClassifier
+
+    if not config.intent_reader:
+        return None
+    return functools.partial(OrderClassifier.bundled, search_settings(config).resolved_cache_dir)
 
 
 def _learning_sources(config: AppConfig, learning: LearningOptions) -> LearningSources:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.to_thread
 
 from toolscout.commands._gateway import add_registry_options, add_security_options, command_options, fail
 from toolscout.commands._seen import add_refresh_option, cached, screened_statuses
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _flagged(options: AppConfig, specs: list) -> list[dict]:
-    from toolscout.app import open_gateway
+    from toolscout.app import learned_reader, open_gateway
     from toolscout.security.screens import PoisoningScreen, flagged_tools
 
     # Scans every listed tool, resource and prompt, withheld or not: no screens, and nothing is
@@ -115,7 +116,9 @@ async def _flagged(options: AppConfig, specs: list) -> list[dict]:
         await gateway.ready(options.gateway.start_timeout + 5)
         tools = [*gateway.listed().tools, *gateway.listed_offerings().records()]
         summaries = [(s.name, s.summary) for s in gateway.statuses(screened=False) if s.summary]
-    rows = [{"id": tool.id, "server": tool.server, "reason": reason} for tool, reason in flagged_tools(tools)]
+    screen = PoisoningScreen(learned_reader(options))  # as a gateway with the screens on reads them
+    flagged = await anyio.to_thread.run_sync(flagged_tools, tools, screen)
+    rows = [{"id": tool.id, "server": tool.server, "reason": reason} for tool, reason in flagged]
     for server, summary in summaries:
         reason = PoisoningScreen.summary_reason(server, summary)
         if reason:

@@ -25,7 +25,10 @@ from toolscout.catalog import ToolRecord
 from toolscout.security.hidden import hidden_signals, printable_excerpt, revealed_texts, visible_form
 from toolscout.security.rules import DIRECTIVE, INGREDIENTS, PHRASE_RULES
 
-__all__ = ["THRESHOLD", "Assessment", "Finding", "assess_tool", "scan_tool", "summarize", "tool_texts"]
+__all__ = [
+    "THRESHOLD", "Assessment", "Finding", "assess_tool", "scan_tool", "summarize", "text_sentences", "tool_texts",
+    "with_findings",
+]
 
 THRESHOLD = 1.0
 
@@ -125,7 +128,8 @@ def tool_texts(record: ToolRecord) -> Iterator[tuple[str, str]]:
         yield from _schema_texts(record.output_schema, "output_schema")
 
 
-def _sentences(text: str) -> list[str]:
+def text_sentences(text: str) -> list[str]:
+    """The sentences of `text` as the rules read them (visible form, one per item)."""
     return [s for s in _SENTENCE_BREAK.split(visible_form(text)) if s.strip()]
 
 
@@ -136,7 +140,7 @@ def _windows(sentences: list[str]) -> list[str]:
 
 
 def _phrase_findings(text: str, where: str) -> Iterator[Finding]:
-    sentences = _sentences(text)
+    sentences = text_sentences(text)
     paired = _windows(sentences)
     lines = "\n".join(sentences)
     in_parameter = where.startswith("input_schema")
@@ -164,7 +168,7 @@ def _phrase_findings(text: str, where: str) -> Iterator[Finding]:
 def _combination_findings(text: str, where: str) -> Iterator[Finding]:
     """A directive sentence mixing several ingredients of an attack, whatever its wording."""
     best: tuple[int, str, list[str]] | None = None
-    for sentence in _windows(_sentences(text)):
+    for sentence in _windows(text_sentences(text)):
         if not DIRECTIVE.search(sentence):
             continue
         present = [name for name, patterns in INGREDIENTS.items() if any(p.search(sentence) for p in patterns)]
@@ -212,12 +216,21 @@ def assess_tool(record: ToolRecord) -> Assessment:
     return cached
 
 
+def with_findings(assessment: Assessment, extra: tuple[Finding, ...]) -> Assessment:
+    """`assessment` with findings of another reader (the learned one) weighed in the same way."""
+    return _weighed([*assessment.findings, *extra]) if extra else assessment
+
+
 def _assess(record: ToolRecord) -> Assessment:
     texts = list(islice(tool_texts(record), MAX_TEXTS + 1))
     findings = [f for where, text in texts[:MAX_TEXTS] for f in _text_findings(where, text)]
     if len(texts) > MAX_TEXTS:
         findings.append(Finding("oversized-text", f"more than {MAX_TEXTS} texts in the definition, the rest not scanned",
                                 "input_schema", "", _SIGNAL_WEIGHTS["oversized-text"]))
+    return _weighed(findings)
+
+
+def _weighed(findings: list[Finding]) -> Assessment:
     heaviest: dict[str, float] = {}
     for finding in findings:
         heaviest[finding.rule] = max(heaviest.get(finding.rule, 0.0), finding.weight)

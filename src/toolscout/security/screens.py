@@ -4,7 +4,7 @@ A screen takes every tool of the live catalog and returns {tool id: reason} for 
 must not search or run (`toolscout.gateway.ToolScreen`); execute_tool answers with the reason.
 
     pins = PinScreen(PinStore(path), identities)      # changed (or, strict, new) definitions
-    poison = PoisoningScreen()                         # hidden instructions in definitions
+    poison = PoisoningScreen(OrderClassifier.bundled)  # hidden instructions: rules + learned reader
     Gateway(specs, engine, screens=[pins, poison], summary_screen=poison.summary_reason)
 
 Reasons reach the agent, so they name what is wrong without quoting the suspicious text: quoting
@@ -14,8 +14,10 @@ it would hand the agent the very instructions the screen keeps from it.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
@@ -23,8 +25,11 @@ import anyio.to_thread
 from toolscout.catalog import ToolRecord
 from toolscout.errors import StateError, StateUnavailable
 from toolscout.security.pinning import PinStore
-from toolscout.security.poisoning import Finding, scan_tool, summarize
+from toolscout.security.poisoning import Finding, assess_tool, scan_tool, summarize, with_findings
 from toolscout.security.server_identity import ServerIdentity
+
+if TYPE_CHECKING:
+    from toolscout.security.order_classifier import OrderClassifier
 
 logger = logging.getLogger(__name__)
 
@@ -106,21 +111,45 @@ def _reason(findings: Sequence[Finding]) -> str:
 class PoisoningScreen:
     """Withholds tools the poisoning scan flags; also screens the servers' one-line summaries.
 
-    Scans are cached by the tool's fingerprint: a catalog is re-screened on every change, but a
-    definition is scanned once.
+    `reader`: makes the learned reader of orders (`toolscout.security.order_classifier`), called
+    once, on the first screening (in a worker thread: loading the model takes a moment); None, or a
+    reader that cannot be made, leaves the phrase rules alone. Scans are cached by the tool's
+    fingerprint: a catalog is re-screened on every change, but a definition is scanned once, and
+    the new definitions of one change are read by the learned reader in one batch.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, reader: Callable[[], OrderClassifier | None] | None = None) -> None:
         self._findings: dict[str, tuple[Finding, ...]] = {}
+        self._make_reader = reader
+        self._reader: OrderClassifier | None = None
+        self._lock = threading.Lock()
+
+    def _learned_reader(self) -> OrderClassifier | None:
+        with self._lock:
+            if self._make_reader is not None:
+                make, self._make_reader = self._make_reader, None
+                self._reader = make()
+            return self._reader
+
+    def screen(self, tools: Sequence[ToolRecord]) -> None:
+        """Scan every tool of `tools` not scanned before (the learned reader in one batch)."""
+        fresh = list({tool.fingerprint: tool for tool in tools if tool.fingerprint not in self._findings}.values())
+        if not fresh:
+            return
+        reader = self._learned_reader()
+        learned = reader.findings(fresh) if reader is not None else {}
+        for tool in fresh:
+            assessment = with_findings(assess_tool(tool), learned.get(tool.fingerprint, ()))
+            self._findings[tool.fingerprint] = assessment.findings if assessment.flagged else ()
 
     def findings(self, tool: ToolRecord) -> tuple[Finding, ...]:
-        key = tool.fingerprint
-        if key not in self._findings:
-            self._findings[key] = tuple(scan_tool(tool))
-        return self._findings[key]
+        """Why `tool` is withheld, heaviest first; () when it is not."""
+        self.screen([tool])
+        return self._findings[tool.fingerprint]
 
     def __call__(self, tools: Sequence[ToolRecord]) -> dict[str, str]:
-        return {tool.id: _reason(found) for tool in tools if (found := self.findings(tool))}
+        self.screen(tools)
+        return {tool.id: _reason(found) for tool in tools if (found := self._findings[tool.fingerprint])}
 
     @staticmethod
     @lru_cache(maxsize=1024)
@@ -130,6 +159,11 @@ class PoisoningScreen:
         return f"flagged by the security scan: {summarize(found)}" if found else None
 
 
-def flagged_tools(tools: Sequence[ToolRecord]) -> list[tuple[ToolRecord, str]]:
-    """Every tool the poisoning scan flags, with a one-line reason (for `toolscout tools --flagged`)."""
-    return [(tool, summarize(found)) for tool in tools if (found := scan_tool(tool))]
+def flagged_tools(
+    tools: Sequence[ToolRecord], screen: PoisoningScreen | None = None
+) -> list[tuple[ToolRecord, str]]:
+    """Every tool the poisoning scan (`screen`'s, else the rules alone) flags, with a one-line
+    reason (for `toolscout tools --flagged`)."""
+    screen = screen or PoisoningScreen()
+    screen.screen(tools)
+    return [(tool, summarize(found)) for tool in tools if (found := screen.findings(tool))]
