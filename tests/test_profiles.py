@@ -108,7 +108,7 @@ async def test_a_session_cannot_change_profile_by_changing_the_path(served: str)
 
 async def test_over_stdio_the_profile_is_a_flag(registry: Path) -> None:
     command, *args = serve_command(registry, "--profile", "desk")
-    private = {key: os.environ[key] for key in ("TOOLSCOUT_PINS", "TOOLSCOUT_DATA_DIR", "PYTHONPATH") if key in os.environ}
+    private = {key: os.environ[key] for key in ("TOOLSCOUT_PINS", "TOOLSCOUT_STATE", "TOOLSCOUT_DATA_DIR", "PYTHONPATH") if key in os.environ}
     with anyio.fail_after(60):
         async with Client(StdioServerParameters(command=command, args=args, env=private), mode="legacy") as client:
             assert "notes" not in (client.instructions or "")
