@@ -1,57 +1,70 @@
 """Choosing the learned ranker: variants fitted on training catalogs, checked on every dev set.
 
     .venv/bin/python benchmarks/ranker_select.py [--model bundled] [--train ../shared/train]
+        [--l2 1,10] [--weights 0.5,1,2] [--out ranker.json --l2 L --weights W]
 
-Fits each variant (regularisation C, with or without the training requests no catalog tool
-serves, feature groups left out, and a gradient-boosted model as a reference that is not
-shippable as JSON) on the engine's cached candidate lists of the training catalogs
-(`toolscout.training.ranker_fit`), and replays its order on the dev sets' own catalogs (cached by
-benchmarks/weak_match.py's catalogs): top-1, Recall@5 and MRR@10 per dev set, next to weighted RRF
-replayed over the same candidates. Replays leave out the sentence bonus, destructive demotion and
-exact names (`benchmarks/fusion_eval.py` measures the real engine). Dev sets only choose: nothing
-is fitted on them. Prints markdown; progress on stderr.
+Fits the ranker (`toolscout.training.ranker_fit.fit`) at each penalty `--l2` on the engine's cached
+candidate lists of the training catalogs, and replays, on the dev sets' own catalogs (cached by
+benchmarks/weak_match.py's catalogs): weighted RRF alone, the dense signal alone, the ranker's order
+alone, and the ranker's order as one more vote in weighted RRF at each weight of `--weights` (what
+the engine does). Top-1, MRR@10 and Full Recall@10 per dev set. Replays leave out the sentence
+bonus, destructive demotion and exact names (`benchmarks/fusion_eval.py` measures the real
+engine). Dev sets only choose among these few variants: nothing is fitted on them. With `--out`
+(one --l2 and one --weights), the ranker is written there with that weight and its weak-match
+model (fitted on the training catalogs); benchmarks/weak_match.py --write then stores its threshold.
+Prints markdown; progress on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from toolscout.search.ranker import RRF_K
 from toolscout.search.settings import DEFAULT_WEIGHTS
-from toolscout.training.ranker_fit import FEATURES, design, extract, fit, sample_catalogs
+from toolscout.training.ranker_fit import TRAIN_SIZES, extract, fit, fit_match, model_digest, sample_catalogs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from weak_match import BENCH, catalogs  # noqa: E402 - a sibling script
 
 ROOT = Path(__file__).resolve().parents[1]
 log = logging.getLogger("ranker_select")
-GROUPS = {
-    "no lexical scores": [f for f in FEATURES if f.endswith(("_ratio", "_best")) and not f.startswith("dense")],
-    "no name words": ["name_shared", "name_share", "query_share"],
-}
 
 
-def scores(order_of, examples) -> tuple[float, float, float]:
-    top1 = r5 = mrr = 0.0
+def scores(order_of, examples, needed: dict[str, int]) -> tuple[float, float, float]:
+    """Top-1, MRR@10 and Full Recall@10 of `order_of(example)` (candidate indices, best first);
+    `needed`: how many tools serve each request (full recall needs all, listed or not)."""
+    top1 = mrr = full = 0.0
     for example in examples:
         order = order_of(example)
         hits = np.flatnonzero(example.labels[order])
         first = int(hits[0]) + 1 if hits.size else 10**9
         top1 += first == 1
-        r5 += first <= 5
         mrr += 1.0 / first if first <= 10 else 0.0
+        full += example.labels[order[:10]].sum() >= needed[example.text]
     n = max(len(examples), 1)
-    return top1 / n, r5 / n, mrr / n
+    return top1 / n, mrr / n, full / n
 
 
-def rrf_order(example) -> np.ndarray:
+def rrf(example, extra: np.ndarray | None = None, weight: float = 0.0) -> np.ndarray:
+    """Weighted RRF over the signals' ranks of the candidates, plus an extra ranking's vote."""
     c = example.candidates
-    fused = sum(DEFAULT_WEIGHTS[s] / (5.0 + np.asarray(c.ranks[s])) for s in c.ranks)
+    fused = sum(DEFAULT_WEIGHTS[s] / (RRF_K + np.asarray(c.ranks[s])) for s in c.ranks)
+    if extra is not None:
+        fused = fused + weight / (RRF_K + extra)
     return np.argsort(-fused, kind="stable")
+
+
+def ranks_of(values: np.ndarray) -> np.ndarray:
+    order = np.argsort(-values, kind="stable")
+    ranks = np.empty(len(values))
+    ranks[order] = np.arange(1, len(values) + 1)
+    return ranks
 
 
 def main() -> int:
@@ -59,49 +72,55 @@ def main() -> int:
     parser.add_argument("--model", default="bundled")
     parser.add_argument("--train", type=Path, default=ROOT.parent / "shared" / "train")
     parser.add_argument("--cache", type=Path, default=ROOT / "runs" / "ranker")
-    parser.add_argument("--boosted", action="store_true", help="also fit a gradient-boosted reference")
+    parser.add_argument("--l2", default="1,10", help="penalties to fit (comma-separated)")
+    parser.add_argument("--weights", default="0.5,1,2", help="weights of the ranker's vote in RRF (comma-separated)")
+    parser.add_argument("--out", type=Path, help="write the (one) fitted ranker here, with the (one) weight")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
+    penalties = [float(v) for v in args.l2.split(",")]
+    weights = [float(v) for v in args.weights.split(",")]
+    if args.out and (len(penalties) != 1 or len(weights) != 1):
+        parser.error("--out takes one --l2 and one --weights")
     train = extract(args.model, sample_catalogs(args.train), args.cache, log.info)
     dev = [e for e in extract(args.model, catalogs(BENCH), args.cache, log.info) if e.catalog.endswith("@own")]
-    sets = sorted({e.catalog for e in dev}, key=lambda name: [e.catalog for e in dev].index(name))
-    served = [e for e in train if e.feasible]
-    variants = {"weighted RRF (replayed)": None}
-    for c in (0.1, 1.0):
-        variants[f"logistic C={c:g}"] = fit(train, c=c)
-    variants["logistic C=1, served requests only"] = fit(served, c=1.0)
-    for label, dropped in GROUPS.items():
-        variants[f"logistic C=1, {label}"] = fit(train, [f for f in FEATURES if f not in dropped], c=1.0)
-    print("| variant | " + " | ".join(f"{s.removesuffix('@own')} top-1 / R@5 / MRR@10" for s in sets) + " | mean top-1 |")
-    print("|---|" + "---|" * (len(sets) + 1))
-    for label, ranker in variants.items():
-        cells, tops = [], []
+    needed = _needed()
+    sets = list(dict.fromkeys(e.catalog for e in dev))
+    variants = {"weighted RRF": lambda e: rrf(e), "dense alone": lambda e: np.argsort(np.asarray(e.candidates.ranks["dense"]), kind="stable")}
+    rankers = {}
+    for l2 in penalties:
+        log.info("fitting l2=%g", l2)
+        ranker = rankers[l2] = fit(train, l2=l2)
+        variants[f"ranker l2={l2:g} alone"] = lambda e, r=ranker: np.argsort(-r.probabilities(e.candidates), kind="stable")
+        for w in weights:
+            variants[f"RRF + ranker l2={l2:g} vote {w:g}"] = (
+                lambda e, r=ranker, w=w: rrf(e, ranks_of(r.probabilities(e.candidates)), w))
+    print("| variant | " + " | ".join(f"{s.removesuffix('@own')} top-1 / MRR@10 / FR@10" for s in sets) + " |")
+    print("|---|" + "---|" * len(sets))
+    for label, order_of in variants.items():
+        cells = []
         for name in sets:
-            examples = [e for e in dev if e.catalog == name]
-            if ranker is None:
-                t, r, m = scores(rrf_order, examples)
-            else:
-                t, r, m = scores(lambda e, rk=ranker: np.argsort(-rk.probabilities(e.candidates), kind="stable"), examples)
-            tops.append(t)
-            cells.append(f"{t:.3f} / {r:.3f} / {m:.3f}")
-        print(f"| {label} | " + " | ".join(cells) + f" | {np.mean(tops):.3f} |", flush=True)
-    if args.boosted:
-        from sklearn.ensemble import HistGradientBoostingClassifier
-
-        matrix, labels, weights, _ = design(train, FEATURES)
-        model = HistGradientBoostingClassifier(max_iter=200, learning_rate=0.1, random_state=0)
-        model.fit(matrix, labels, sample_weight=weights * np.where(labels, (~labels).sum() / labels.sum(), 1.0))
-        cells, tops = [], []
-        for name in sets:
-            examples = [e for e in dev if e.catalog == name]
-            t, r, m = scores(lambda e: np.argsort(-model.predict_proba(design([e], FEATURES)[0])[:, 1], kind="stable"),
-                             examples)
-            tops.append(t)
-            cells.append(f"{t:.3f} / {r:.3f} / {m:.3f}")
-        print("| gradient-boosted trees (reference, not shipped) | " + " | ".join(cells) + f" | {np.mean(tops):.3f} |")
+            t, m, f = scores(order_of, [e for e in dev if e.catalog == name], needed[name])
+            cells.append(f"{t:.3f} / {m:.3f} / {f:.3f}")
+        print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
     print("\nRequests whose tools no signal listed among its candidates count as misses for every variant.")
+    if args.out:
+        ranker = rankers[penalties[0]]
+        about = {"trained_on": f"{args.train.name}: {len(train)} requests on catalogs of {min(TRAIN_SIZES)}-"
+                               f"{max(TRAIN_SIZES)} tools (toolscout.training.ranker_fit.sample_catalogs, seed 0)",
+                 "l2": penalties[0], "chosen_by": "benchmarks/ranker_select.py on every dev set"}
+        ranker = dataclasses.replace(ranker, weight=weights[0], about=about, model_digest=model_digest(args.model)[:16])
+        ranker = dataclasses.replace(ranker, match=fit_match(train, ranker))
+        ranker.write(args.out)
+        log.info("wrote %s", args.out)
     return 0
+
+
+def _needed() -> dict[str, dict[str, int]]:
+    """Per dev set catalog, how many tools serve each request."""
+    from toolscout.eval.dev_sets import dev_sets
+
+    return {f"{s.name}@own": {q.text: len(q.answers) for q in s.dataset.queries} for s in dev_sets(BENCH)}
 
 
 if __name__ == "__main__":

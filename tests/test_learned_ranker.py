@@ -18,7 +18,7 @@ from toolscout.errors import ConfigError
 from toolscout.learning.examples import Example
 from toolscout.search import SearchSettings, ToolSearch
 from toolscout.index.model_files import BUNDLED_MODEL_DIR, file_digest
-from toolscout.search.ranker import FEATURE_NAMES, LearnedRanker, Linear, feature_columns, load_ranker
+from toolscout.search.ranker import FEATURE_NAMES, LearnedRanker, Linear, feature_columns, feature_matrix, load_ranker
 
 CATALOG = [
     tool("weather", "get_forecast", "Weather forecast for a city: rain, sun and temperature."),
@@ -48,8 +48,8 @@ def engine_with(tmp_path: Path, learned: LearnedRanker | None, examples=(), **se
 
 
 # Dense cosine alone, steep: the order is the dense signal's, and a request sharing no word with
-# any tool gets a low probability.
-BY_COSINE = ranker({"dense_cosine": 20.0}, intercept=-6.0, weak_below=0.5)
+# any tool gets a low probability. Its vote outweighs every signal's, so its order decides.
+BY_COSINE = ranker({"dense_cosine": 20.0}, intercept=-6.0, weak_below=0.5, weight=100.0)
 
 
 def test_the_learned_ranker_decides_the_order_and_says_so(tmp_path: Path) -> None:
@@ -64,8 +64,24 @@ def test_the_learned_ranker_decides_the_order_and_says_so(tmp_path: Path) -> Non
 
 def test_the_opposite_ranker_reverses_it(tmp_path: Path) -> None:
     # Proof that the ranker, not RRF, orders: a negative weight on the cosine puts the best last.
-    response = engine_with(tmp_path, ranker({"dense_cosine": -20.0})).search("rain forecast for a city", limit=5)
+    reverse = ranker({"dense_cosine": -20.0}, weight=100.0)
+    response = engine_with(tmp_path, reverse).search("rain forecast for a city", limit=5)
     assert response.hits[-1].tool.id == "weather__get_forecast"
+
+
+def test_the_ranker_order_is_one_more_vote_in_weighted_rrf_with_its_stored_weight(tmp_path: Path) -> None:
+    # Each hit's score is every signal's weight / (k + its rank) plus the ranker's weight / (k +
+    # the ranker's rank): the lexical signals keep their say beside it.
+    settings = SearchSettings()
+    for weight in (0.5, 2.0):
+        response = engine_with(tmp_path, ranker({"dense_cosine": -20.0}, weight=weight)).search(
+            "rain forecast for a city", limit=5)
+        assert load_ranker(tmp_path)[0].weight == weight
+        for hit in response.hits:
+            weights = {**settings.weights, "learned": weight}
+            expected = sum(weights[name] / (settings.rrf_k + rank) for name, rank in hit.ranks.items())
+            assert hit.score == pytest.approx(expected)
+            assert "learned" in hit.ranks and "dense" in hit.ranks
 
 
 def test_weak_match_reads_the_probability_even_on_a_catalog_of_five_tools(tmp_path: Path) -> None:
@@ -92,9 +108,13 @@ def test_without_a_usable_ranker_weighted_rrf_decides_and_says_why(tmp_path: Pat
 
 
 def test_the_intent_vote_and_exact_names_act_on_top_of_it(tmp_path: Path) -> None:
-    examples = [Example("what did I jot down about the budget", ("notes__read_note",)),
-                Example("show my jotted reminders about the budget", ("notes__read_note",))]
-    engine = engine_with(tmp_path, BY_COSINE, examples=examples)
+    # Enough past requests agree for a full-confidence intent vote (intent_full_vote x neighbours).
+    wordings = ("what did I jot down about the budget", "show my jotted reminders about the budget",
+                "anything I jotted on the budget", "my jotted budget thoughts", "jotted lines about the budget",
+                "the budget bits I jotted")
+    examples = [Example(text, ("notes__read_note",)) for text in wordings]
+    # At the weight of one signal, the ranker's vote does not drown the intent vote.
+    engine = engine_with(tmp_path, dataclasses.replace(BY_COSINE, weight=1.0), examples=examples)
     voted = engine.search("anything jotted about the budget", limit=2)
     assert voted.fusion.startswith("learned ranker") and voted.hits[0].tool.id == "notes__read_note"
     assert voted.hits[0].ranks["intent"] == 1
@@ -122,6 +142,19 @@ def test_a_ranker_reading_a_column_this_search_lacks_falls_back(tmp_path: Path) 
     response = engine_with(tmp_path, ranker({"reranker": 1.0})).search("rain", limit=2)
     assert response.fusion == "weighted RRF (the learned ranker reads reranker, which this search lacks)"
     assert response.hits
+    product = engine_with(tmp_path, ranker({"dense_rrf*reranker": 1.0})).search("rain", limit=2)
+    assert product.fusion == "weighted RRF (the learned ranker reads reranker, which this search lacks)"
+
+
+def test_a_product_feature_weighs_a_signal_by_what_the_request_is_like(tmp_path: Path) -> None:
+    # "dense_cosine*query_words" is the cosine times the request's (log) length: one column per
+    # candidate that a per-request column alone could never be.
+    engine = engine_with(tmp_path, None)
+    candidates = engine.candidates("rain forecast for a city")
+    columns = feature_columns(candidates)
+    matrix = feature_matrix(columns, ("dense_cosine", "query_words", "dense_cosine*query_words"))
+    assert np.allclose(matrix[:, 2], matrix[:, 0] * matrix[:, 1])
+    assert len(set(matrix[:, 1])) == 1 and len(set(matrix[:, 2])) > 1
 
 
 def test_feature_names_are_what_the_columns_compute(tmp_path: Path) -> None:

@@ -7,9 +7,9 @@
 
 Each signal scores every tool, keeps its best `max(candidates, 4 x limit)` among the allowed servers,
 and weighted Reciprocal Rank Fusion merges those rankings; with `fusion="learned"` the ranker
-beside the embedding model (`toolscout.search.ranker`) orders the union of the candidates instead,
-from what each signal said about each, wherever it can run (`toolscout.search.fusion.Fusion`
-decides and says why: `SearchResponse.fusion`). Where it can run, the ranker's match model judges
+beside the embedding model (`toolscout.search.ranker`) also orders the union of the candidates,
+from what each signal said about each, and its order joins the fusion as one more vote, wherever
+it can run (`toolscout.search.fusion.Fusion` decides and says why: `SearchResponse.fusion`). Where it can run, the ranker's match model judges
 every search for the weak-match notice, whichever fusion orders. `index` may be called again at any time;
 a search reads one immutable snapshot, swapped in atomically, and answers with keyword signals
 (saying so in `notice`) until `complete` has embedded the latest catalog and its example requests
@@ -17,9 +17,9 @@ a search reads one immutable snapshot, swapped in atomically, and answers with k
 
 With example requests, the signals they feed (the intent vote and the expansion field) weigh their
 weight x the query's intent confidence: full when close past requests agree on a tool, less when
-the nearest past requests are distant or disagree, nothing when none is close. They join the
-learned ranker's order by weighted RRF, the order weighing what the zero-shot signals it replaces
-weighed, so learning from use keeps its say over either fusion.
+the nearest past requests are distant or disagree, nothing when none is close. The learned
+ranker's order joins them and the zero-shot signals as one more vote, so learning from use keeps
+its say over either fusion.
 
 Adding a signal: give it a name in `toolscout.search.settings.SIGNALS`, build a `Retriever` (one score
 per tool) into the snapshot, and it is ranked, fused and explained like the others. Signals over
@@ -340,10 +340,12 @@ class ToolSearch:
         best candidate serves the request, and its order (when it `orders`; else weighted RRF
         orders, and the ranker only judges the match).
 
-        The ranker orders the zero-shot signals' candidates; that order then joins the learned
-        signals (the intent vote, the expansion field) in weighted RRF with the weight of the
-        signals it replaces, so learning from use keeps the say it had. Without learned signals
-        the order is the ranker's own."""
+        The ranker orders the zero-shot signals' candidates; that order joins every signal's
+        ranking in weighted RRF as one more vote, with the weight stored beside it
+        (`LearnedRanker.weight`). A vote rather than the whole say: fitted on training requests,
+        it knows the wording of those (everyday and API-style) better than that of a catalog
+        where the words of a request must match a tool's, where the lexical signals keep their
+        say; and learning from use (the intent vote, the expansion field) keeps its own."""
         settings = self.settings
         if ranker is None:
             return ranked.fuse(settings.weights, settings.rrf_k), None, []
@@ -354,11 +356,8 @@ class ToolSearch:
         if not orders:
             return ranked.fuse(settings.weights, settings.rrf_k), served, []
         learned = candidates.positions[np.argsort(-probabilities, kind="stable")].tolist()
-        rankings = {LEARNED: learned} | {n: ranked.positions[n] for n in LEARNED_SIGNALS if n in ranked.positions}
-        # The ranker stands in for the signals that listed candidates: their weights are its weight.
-        weights = {LEARNED: sum(settings.weights.get(n, 0.0) for n in ranker.signals if ranked.positions.get(n))}
-        weights |= {n: settings.weights.get(n, 0.0) * ranked.weight_scale.get(n, 1.0) for n in LEARNED_SIGNALS}
-        return weighted_rrf(rankings, weights, k=settings.rrf_k), served, learned
+        voted = replace(ranked, positions={**ranked.positions, LEARNED: learned})
+        return voted.fuse({**settings.weights, LEARNED: ranker.weight}, settings.rrf_k), served, learned
 
     def candidates(
         self, query: str, *, depth: int | None = None, servers: Collection[str] | None = None

@@ -14,7 +14,7 @@ from collections.abc import Collection, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from toolscout.search.ranker import FEATURE_NAMES, LearnedRanker, load_ranker
+from toolscout.search.ranker import FEATURE_NAMES, LearnedRanker, feature_parts, load_ranker
 from toolscout.search.settings import SearchSettings
 
 __all__ = ["Fusion", "weighted_rrf"]
@@ -59,7 +59,7 @@ class Fusion:
         off = [name for name in ranker.signals if name not in ready]
         if off:
             return None, f"weighted RRF (the learned ranker needs {', '.join(off)})"
-        unknown = [name for name in ranker.features if name not in FEATURE_NAMES]
+        unknown = sorted({p for name in ranker.features for p in feature_parts(name) if p not in FEATURE_NAMES})
         if unknown:
             return None, f"weighted RRF (the learned ranker reads {', '.join(unknown)}, which this search lacks)"
         return ranker, reason

@@ -5,17 +5,24 @@ one shared word outvote a dense signal that is right ("make the header row bold"
 sharing "row"). The learned ranker reads, for every candidate of the zero-shot signals, each
 signal's rank and score, the score's margin to that signal's best, the dense cosine, how many
 query words the tool's name shares, and the request's length, sentence count and catalog size,
-and scores it with a logistic model: how likely this tool serves this request. A second small
+and scores it with a linear model (fitted as a softmax over each training request's candidates;
+`toolscout.training.ranker_fit`). Its order joins weighted RRF as one more vote, with the weight
+stored beside it (`LearnedRanker.weight`). A second small
 logistic model reads the best candidate's features (and the ranker's logit of it) and says how
 likely it is that anything in the catalog serves the request: what the weak-match notice reads
 (`MatchStrength.probability`), whichever fusion orders the hits.
 
 The model is a small JSON file, `ranker.json`, beside the embedding model it was fitted for
-(never pickle: coefficients, feature means and scales, the match model and the weak-match
-threshold chosen with it, the model's digest). `toolscout.search.engine` loads it with the model and falls back to weighted
+(never pickle: coefficients, feature means and scales, its vote's weight, the match model and the
+weak-match threshold chosen with it, the model's digest). `toolscout.search.engine` loads it with the model and falls back to weighted
 RRF, saying why, when it cannot run: no file, a file for another model, a signal it reads is off.
 A later score (e.g. a cross-encoder's) joins as one more column: `Candidates.extra` carries it,
 and a ranker fitted with it lists it among its features; one fitted without it ignores it.
+
+A linear score over per-candidate features alone is one fixed fusion: a column that is the same for
+every candidate of a request (its length, the best cosine) shifts them all and orders nothing. So a
+feature may be a product, `"dense_rrf*query_words"`: a signal's say that grows or shrinks with what
+the request is like, which is how the ranker weighs the signals differently per request.
 Fitting: `toolscout.training.ranker_fit`. No MCP.
 """
 
@@ -46,6 +53,7 @@ __all__ = [
     "RANKER_LOGIT",
     "feature_columns",
     "feature_matrix",
+    "feature_parts",
     "load_ranker",
 ]
 
@@ -57,6 +65,8 @@ VERSION = 1
 # The zero-shot signals the ranker reads (the learned ones, fed by past requests, join on top).
 RANKER_SIGNALS = ("bm25_description", "tfidf", "dense")
 LEXICAL = ("bm25_description", "tfidf")
+# Joins the columns of a product feature.
+PRODUCT = "*"
 # The reciprocal-rank feature's k: the engine's RRF k, so the old fusion is one weight vector away.
 RRF_K = 5.0
 
@@ -188,6 +198,9 @@ class LearnedRanker:
     ranking: Linear
     # A request whose best candidate's probability is below this gets the weak-match notice.
     weak_below: float | None = None
+    # The weight of the ranker's order as one more vote in weighted RRF beside the signals
+    # (`toolscout.search.engine`), chosen with it.
+    weight: float = 1.0
     # sha256 (hex prefix) of the embedding model file it was fitted for; None: any model.
     model_digest: str | None = None
     # Free-form provenance written by the fitting code (data, sizes, scores); shown, never read.
@@ -210,7 +223,7 @@ class LearnedRanker:
         if not len(candidates):
             return np.zeros(0), 0.0
         columns = feature_columns(candidates)
-        missing = [name for name in self.features if name not in columns]
+        missing = sorted({part for name in self.features for part in feature_parts(name) if part not in columns})
         if missing:
             raise ConfigError(f"ranker reads feature(s) this request lacks: {', '.join(missing)}")
         probabilities = self.probabilities_of(feature_matrix(columns, self.features))
@@ -231,6 +244,7 @@ class LearnedRanker:
             "version": VERSION,
             "kind": "logistic",
             "signals": list(self.signals),
+            "fusion_weight": self.weight,
             **self.ranking.as_json(),
             "weak_match": {"max_probability_below": self.weak_below,
                            "model": None if self.match is None else self.match.as_json()},
@@ -257,10 +271,11 @@ class LearnedRanker:
             weak = weak_match.get("max_probability_below")
             match = weak_match.get("model")
             signals = tuple(str(name) for name in document.get("signals", RANKER_SIGNALS))
+            weight = float(document.get("fusion_weight", 1.0))
         except (AttributeError, TypeError, ValueError) as exc:
             raise ConfigError(f"{origin} is malformed: {exc}") from None
         digest = document.get("model_sha256")
-        return cls(ranking, weak_below=None if weak is None else float(weak),
+        return cls(ranking, weak_below=None if weak is None else float(weak), weight=weight,
                    model_digest=str(digest) if digest else None, about=document.get("about") or {}, signals=signals,
                    match=None if match is None else Linear.from_json(match, f"{origin} (weak_match model)"))
 
@@ -278,6 +293,12 @@ def load_ranker(folder: Path, name: str = RANKER_FILE) -> tuple[LearnedRanker | 
     return ranker, f"learned ranker ({name}, {len(ranker.features)} features)"
 
 
+def feature_parts(name: str) -> tuple[str, ...]:
+    """The columns a feature multiplies: ("dense_rrf", "query_words") for "dense_rrf*query_words"."""
+    return tuple(name.split(PRODUCT))
+
+
 def feature_matrix(columns: Mapping[str, np.ndarray], features: Sequence[str]) -> np.ndarray:
-    """The feature matrix [candidates, features] of `columns` in the ranker's order."""
-    return np.stack([columns[name] for name in features], axis=1)
+    """The feature matrix [candidates, features] of `columns` in the ranker's order (a product
+    feature is its columns multiplied)."""
+    return np.stack([np.prod([columns[part] for part in feature_parts(name)], axis=0) for name in features], axis=1)

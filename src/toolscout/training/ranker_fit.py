@@ -9,7 +9,7 @@ tools of other sources (never another everyday source's, whose weather, alarm an
 would serve the same request unlabelled). Each catalog also gets requests of its source whose tools
 it lacks, so the probability learns what "nothing here serves it" looks like (the weak-match
 notice reads it). The engine's own candidate lists for every request (`ToolSearch.candidates`)
-are extracted once per model and cached under `--cache`; the logistic model is then fitted on
+are extracted once per model and cached under `--cache`; the ranker is then fitted on
 them, each request weighing the same. The weak-match threshold is chosen on the dev sets
 (benchmarks/weak_match.py) and written into the same file. Progress on stderr.
 """
@@ -31,13 +31,15 @@ from pathlib import Path
 import numpy as np
 
 from toolscout.catalog import ToolRecord
-from toolscout.search.ranker import RANKER_LOGIT, Candidates, LearnedRanker, Linear, feature_columns, feature_matrix
+from toolscout.search.ranker import PRODUCT, RANKER_LOGIT, Candidates, LearnedRanker, Linear, feature_columns, feature_matrix
 
 __all__ = [
+    "CONTEXT",
     "EVERYDAY_SOURCES",
     "FEATURES",
     "MATCH_FEATURES",
     "RANKER_SOURCES",
+    "SAYS",
     "SIZES",
     "TRAIN_SIZES",
     "Catalog",
@@ -62,13 +64,22 @@ TRAIN_SIZES = SIZES[:-1]
 # Filler tools: a fixed sample of the tool-use tools, and of each source's own.
 POOL = 2000
 OWN_POOL = 200
-# The features the shipped ranker reads (all of `feature_columns` without optional columns).
+# What a request is like: the same for all its candidates, so alone it orders nothing; multiplied
+# with what a signal said of each candidate, it sets that signal's say for this request.
+CONTEXT = ("query_words", "sentences", "catalog", "dense_best", "dense_gap", "bm25_description_best", "tfidf_best")
+# What the signals said of each candidate, whose say may change with the request.
+SAYS = (
+    "bm25_description_rrf", "tfidf_rrf", "dense_rrf", "dense_margin", "bm25_description_ratio", "tfidf_ratio",
+    "name_share", "query_share",
+)
+# The features the shipped ranker reads: every per-candidate column of `feature_columns`, and each of
+# SAYS times each of CONTEXT.
 FEATURES = (
     "bm25_description_rrf", "bm25_description_log_rank", "bm25_description_first", "bm25_description_ratio",
-    "bm25_description_best", "tfidf_rrf", "tfidf_log_rank", "tfidf_first", "tfidf_ratio", "tfidf_best",
-    "dense_rrf", "dense_log_rank", "dense_first", "dense_cosine", "dense_margin", "dense_best", "dense_gap",
-    "signals_first", "signals_top5", "name_shared", "name_share", "query_share", "query_words", "sentences",
-    "catalog",
+    "tfidf_rrf", "tfidf_log_rank", "tfidf_first", "tfidf_ratio",
+    "dense_rrf", "dense_log_rank", "dense_first", "dense_cosine", "dense_margin",
+    "signals_first", "signals_top5", "name_shared", "name_share", "query_share",
+    *(f"{say}{PRODUCT}{context}" for say in SAYS for context in CONTEXT),
 )
 # What the weak-match model reads of the best candidate (and the ranker's logit of it).
 MATCH_FEATURES = (
@@ -239,20 +250,37 @@ def design(examples: Sequence[Example], features: Sequence[str]) -> tuple[np.nda
     return np.concatenate(rows), np.concatenate(labels), np.concatenate(weights), np.concatenate(owner)
 
 
-def fit(examples: Sequence[Example], features: Sequence[str] = FEATURES, c: float = 1.0,
+def fit(examples: Sequence[Example], features: Sequence[str] = FEATURES, l2: float = 1.0,
         about: dict | None = None, digest: str | None = None) -> LearnedRanker:
-    """A logistic model over the candidates' features, each request weighing the same."""
-    from sklearn.linear_model import LogisticRegression
+    """A linear score over the candidates' features, fitted for the order it gives each request: a
+    softmax over the request's candidates whose target is its served ones (each request weighs the
+    same; requests nothing serves have no order to learn). Features are standardised; `l2` is the
+    penalty on the coefficients (per request)."""
+    from scipy.optimize import minimize
 
-    matrix, labels, weights, _ = design(examples, features)
+    served = [e for e in examples if e.labels.any()]
+    matrix, labels, _, owner = design(served, features)
     mean = matrix.mean(axis=0)
     scale = matrix.std(axis=0)
     scale = np.where(scale > 1e-9, scale, 1.0)
-    # Positives are few (one or two of ~100 candidates): weigh them up to balance the classes.
-    balance = np.where(labels, (~labels).sum() / max(labels.sum(), 1), 1.0)
-    model = LogisticRegression(C=c, max_iter=2000)
-    model.fit((matrix - mean) / scale, labels, sample_weight=weights * balance * len(examples) / weights.sum())
-    ranking = Linear(tuple(features), mean, scale, model.coef_[0].astype(np.float64), float(model.intercept_[0]))
+    x = (matrix - mean) / scale
+    n = len(served)
+    owner = np.unique(owner, return_inverse=True)[1]
+    target = labels / np.bincount(owner, labels.astype(np.float64), n)[owner]
+    pulled = x.T @ target
+
+    def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
+        z = x @ w
+        top = np.full(n, -np.inf)
+        np.maximum.at(top, owner, z)
+        exp = np.exp(z - top[owner])
+        total = np.bincount(owner, exp, n)
+        value = (np.sum(np.log(total) + top) - w @ pulled + 0.5 * l2 * w @ w) / n
+        softmax = exp / total[owner]
+        return value, (x.T @ softmax - pulled + l2 * w) / n
+
+    result = minimize(loss, np.zeros(x.shape[1]), jac=True, method="L-BFGS-B", options={"maxiter": 500})
+    ranking = Linear(tuple(features), mean, scale, result.x.astype(np.float64), 0.0)
     return LearnedRanker(ranking, model_digest=digest, about=about or {})
 
 
@@ -303,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", default="bundled", help="embedding model the ranker is fitted for")
     parser.add_argument("--out", type=Path, required=True, help="where to write ranker.json")
     parser.add_argument("--cache", type=Path, default=Path("runs/ranker"), help="candidate cache folder")
-    parser.add_argument("--c", type=float, default=1.0, help="inverse regularisation strength")
+    parser.add_argument("--l2", type=float, default=1.0, help="penalty on the ranker's coefficients")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--weak-below", type=float, default=None,
                         help="weak-match threshold to store (choose it with benchmarks/weak_match.py)")
@@ -315,9 +343,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     about = {
         "trained_on": f"{args.train.name}: {len(examples)} requests on {len(catalogs)} catalogs of "
                       f"{min(TRAIN_SIZES)}-{max(TRAIN_SIZES)} tools, sources {', '.join(RANKER_SOURCES)}; seed {args.seed}",
-        "c": args.c,
+        "l2": args.l2,
     }
-    ranker = fit(examples, c=args.c, about=about, digest=model_digest(args.model)[:16])
+    ranker = fit(examples, l2=args.l2, about=about, digest=model_digest(args.model)[:16])
     ranker = dataclasses.replace(ranker, match=fit_match(examples, ranker))
     if args.weak_below is not None:
         ranker = dataclasses.replace(ranker, weak_below=args.weak_below)
