@@ -82,11 +82,14 @@ def main() -> int:
     parser.add_argument("--bench", type=Path, default=BENCH)
     parser.add_argument("--toollens", type=int, default=2000, help="toollens_train queries (evenly spread)")
     parser.add_argument("--sets", help="only these dev sets (comma-separated)")
+    parser.add_argument("--only", help="only the configurations whose label contains one of these (comma-separated)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     base = None if args.base.lower() == "none" else args.base
     configs = configurations(args.model, base, args.ranker)
+    if args.only:
+        configs = {label: c for label, c in configs.items() if any(part in label for part in args.only.split(","))}
     sets = dev_sets(args.bench, toollens_limit=args.toollens)
     if args.sets:
         sets = [s for s in sets if s.name in args.sets.split(",")]

@@ -1,7 +1,7 @@
 """Choosing the learned ranker: variants fitted on training catalogs, checked on every dev set.
 
     .venv/bin/python benchmarks/ranker_select.py [--model bundled] [--train ../shared/train]
-        [--l2 1,10] [--weights 0.5,1,2] [--out ranker.json --l2 L --weights W]
+        [--l2 1,10] [--weights 0.5,1,1.5,2]
 
 Fits the ranker (`toolscout.training.ranker_fit.fit`) at each penalty `--l2` on the engine's cached
 candidate lists of the training catalogs, and replays, on the dev sets' own catalogs (cached by
@@ -9,16 +9,15 @@ benchmarks/weak_match.py's catalogs): weighted RRF alone, the dense signal alone
 alone, and the ranker's order as one more vote in weighted RRF at each weight of `--weights` (what
 the engine does). Top-1, MRR@10 and Full Recall@10 per dev set. Replays leave out the sentence
 bonus, destructive demotion and exact names (`benchmarks/fusion_eval.py` measures the real
-engine). Dev sets only choose among these few variants: nothing is fitted on them. With `--out`
-(one --l2 and one --weights), the ranker is written there with that weight and its weak-match
-model (fitted on the training catalogs); benchmarks/weak_match.py --write then stores its threshold.
+engine). Dev sets only choose among these few variants: nothing is fitted on them. The chosen
+penalty and weight are `python -m toolscout.training.ranker_fit`'s defaults, which writes the
+ranker; benchmarks/weak_match.py --write then stores its threshold.
 Prints markdown; progress on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import sys
 from pathlib import Path
@@ -27,7 +26,7 @@ import numpy as np
 
 from toolscout.search.ranker import RRF_K
 from toolscout.search.settings import DEFAULT_WEIGHTS
-from toolscout.training.ranker_fit import TRAIN_SIZES, extract, fit, fit_match, model_digest, sample_catalogs
+from toolscout.training.ranker_fit import extract, fit, sample_catalogs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from weak_match import BENCH, catalogs  # noqa: E402 - a sibling script
@@ -36,9 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 log = logging.getLogger("ranker_select")
 
 
-def scores(order_of, examples, needed: dict[str, int]) -> tuple[float, float, float]:
+def scores(order_of, examples, steps: dict[str, tuple[frozenset[str], ...]]) -> tuple[float, float, float]:
     """Top-1, MRR@10 and Full Recall@10 of `order_of(example)` (candidate indices, best first);
-    `needed`: how many tools serve each request (full recall needs all, listed or not)."""
+    `steps`: each request's groups of interchangeable tools (Full Recall: the share covered)."""
     top1 = mrr = full = 0.0
     for example in examples:
         order = order_of(example)
@@ -46,7 +45,9 @@ def scores(order_of, examples, needed: dict[str, int]) -> tuple[float, float, fl
         first = int(hits[0]) + 1 if hits.size else 10**9
         top1 += first == 1
         mrr += 1.0 / first if first <= 10 else 0.0
-        full += example.labels[order[:10]].sum() >= needed[example.text]
+        shown = {example.candidates.ids[i] for i in order[:10]}
+        groups = steps[example.text]
+        full += sum(bool(group & shown) for group in groups) / len(groups)
     n = max(len(examples), 1)
     return top1 / n, mrr / n, full / n
 
@@ -73,24 +74,20 @@ def main() -> int:
     parser.add_argument("--train", type=Path, default=ROOT.parent / "shared" / "train")
     parser.add_argument("--cache", type=Path, default=ROOT / "runs" / "ranker")
     parser.add_argument("--l2", default="1,10", help="penalties to fit (comma-separated)")
-    parser.add_argument("--weights", default="0.5,1,2", help="weights of the ranker's vote in RRF (comma-separated)")
-    parser.add_argument("--out", type=Path, help="write the (one) fitted ranker here, with the (one) weight")
+    parser.add_argument("--weights", default="0.5,1,1.5,2", help="weights of the ranker's vote in RRF (comma-separated)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     penalties = [float(v) for v in args.l2.split(",")]
     weights = [float(v) for v in args.weights.split(",")]
-    if args.out and (len(penalties) != 1 or len(weights) != 1):
-        parser.error("--out takes one --l2 and one --weights")
     train = extract(args.model, sample_catalogs(args.train), args.cache, log.info)
     dev = [e for e in extract(args.model, catalogs(BENCH), args.cache, log.info) if e.catalog.endswith("@own")]
-    needed = _needed()
+    steps = _steps()
     sets = list(dict.fromkeys(e.catalog for e in dev))
     variants = {"weighted RRF": lambda e: rrf(e), "dense alone": lambda e: np.argsort(np.asarray(e.candidates.ranks["dense"]), kind="stable")}
-    rankers = {}
     for l2 in penalties:
         log.info("fitting l2=%g", l2)
-        ranker = rankers[l2] = fit(train, l2=l2)
+        ranker = fit(train, l2=l2)
         variants[f"ranker l2={l2:g} alone"] = lambda e, r=ranker: np.argsort(-r.probabilities(e.candidates), kind="stable")
         for w in weights:
             variants[f"RRF + ranker l2={l2:g} vote {w:g}"] = (
@@ -100,27 +97,19 @@ def main() -> int:
     for label, order_of in variants.items():
         cells = []
         for name in sets:
-            t, m, f = scores(order_of, [e for e in dev if e.catalog == name], needed[name])
+            t, m, f = scores(order_of, [e for e in dev if e.catalog == name], steps[name])
             cells.append(f"{t:.3f} / {m:.3f} / {f:.3f}")
         print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
     print("\nRequests whose tools no signal listed among its candidates count as misses for every variant.")
-    if args.out:
-        ranker = rankers[penalties[0]]
-        about = {"trained_on": f"{args.train.name}: {len(train)} requests on catalogs of {min(TRAIN_SIZES)}-"
-                               f"{max(TRAIN_SIZES)} tools (toolscout.training.ranker_fit.sample_catalogs, seed 0)",
-                 "l2": penalties[0], "chosen_by": "benchmarks/ranker_select.py on every dev set"}
-        ranker = dataclasses.replace(ranker, weight=weights[0], about=about, model_digest=model_digest(args.model)[:16])
-        ranker = dataclasses.replace(ranker, match=fit_match(train, ranker))
-        ranker.write(args.out)
-        log.info("wrote %s", args.out)
     return 0
 
 
-def _needed() -> dict[str, dict[str, int]]:
-    """Per dev set catalog, how many tools serve each request."""
+def _steps() -> dict[str, dict[str, tuple[frozenset[str], ...]]]:
+    """Per dev set catalog, each request's groups of interchangeable tools."""
     from toolscout.eval.dev_sets import dev_sets
 
-    return {f"{s.name}@own": {q.text: len(q.answers) for q in s.dataset.queries} for s in dev_sets(BENCH)}
+    return {f"{s.name}@own": {q.text: tuple(map(frozenset, q.relevant_groups)) for q in s.dataset.queries}
+            for s in dev_sets(BENCH)}
 
 
 if __name__ == "__main__":

@@ -77,6 +77,8 @@ def test_the_ranker_order_is_one_more_vote_in_weighted_rrf_with_its_stored_weigh
         response = engine_with(tmp_path, ranker({"dense_cosine": -20.0}, weight=weight)).search(
             "rain forecast for a city", limit=5)
         assert load_ranker(tmp_path)[0].weight == weight
+        assert response.fusion == ("learned ranker (ranker.json, 1 features): its order is one vote beside the "
+                                   f"signals in weighted RRF (weight {weight:g})")
         for hit in response.hits:
             weights = {**settings.weights, "learned": weight}
             expected = sum(weights[name] / (settings.rrf_k + rank) for name, rank in hit.ranks.items())

@@ -136,8 +136,8 @@ def add_reranker_option(parser: argparse.ArgumentParser) -> None:
 def add_fusion_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fusion", choices=("learned", "rrf"),
-        help="'rrf' (default): weighted RRF orders the candidates; 'learned': the ranker shipped beside the model "
-        "orders them where it can run (better on everyday requests, worse on API-style ones: docs/benchmarks.md)",
+        help="'learned' (default): the ranker shipped beside the model orders the candidates per request and its "
+        "order joins weighted RRF as one more vote, where it can run; 'rrf': weighted RRF alone (docs/search-engine.md)",
     )
 
 

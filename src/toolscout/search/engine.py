@@ -306,6 +306,8 @@ class ToolSearch:
         ]
         if ranker is not None and not orders:
             fusion = f"weighted RRF (asked for; the {fusion} only judges the match)"
+        elif ranker is not None:
+            fusion = f"{fusion}: its order is one vote beside the signals in weighted RRF (weight {ranker.weight:g})"
         order, scores, exact = self._adjusted(snapshot, text, servers, fused, part_fusions)
         order, scores, rerank_scores = self._reranked(snapshot, text, order, scores, exact)
         positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in ranked.positions.items()}

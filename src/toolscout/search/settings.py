@@ -134,13 +134,12 @@ class SearchSettings:
     # every set measured (reordering lost 0.07 top-1 on etom_mcp).
     rerank_mode: str = "blend"
     rerank_weight: float = 1.0
-    # "learned": the learned ranker beside the embedding model decides the order when it can run
-    # (toolscout.search.ranker), weighted RRF otherwise; "rrf": weighted RRF orders, and the ranker
-    # (where it can run) only judges the match for the weak-match notice. "rrf" stays the default
-    # while the shipped ranker loses on API-style requests: measured on the dev sets
-    # (docs/benchmarks.md, "Learned fusion"), it raises everyday top-1 0.843 -> 0.885 and bundled
-    # 0.495 -> 0.611 but costs toolbench_stb and toollens_train 0.09-0.11 MRR@10.
-    fusion: str = "rrf"
+    # "learned": the learned ranker beside the embedding model (toolscout.search.ranker) orders the
+    # candidates per request and its order joins weighted RRF as one more vote, where it can run;
+    # weighted RRF alone otherwise; "rrf": weighted RRF orders, and the ranker (where it can run)
+    # only judges the match for the weak-match notice. The default since it won or tied on every
+    # dev set (docs/benchmarks.md, "Learned fusion").
+    fusion: str = "learned"
     # A ranker.json to use instead of the one beside the model (fitting and evaluating rankers).
     ranker_file: Path | None = None
 

@@ -31,11 +31,11 @@ from pathlib import Path
 import numpy as np
 
 from toolscout.catalog import ToolRecord
+from toolscout.training.data import EVERYDAY_SOURCES, LICENSED_SOURCES
 from toolscout.search.ranker import PRODUCT, RANKER_LOGIT, Candidates, LearnedRanker, Linear, feature_columns, feature_matrix
 
 __all__ = [
     "CONTEXT",
-    "EVERYDAY_SOURCES",
     "FEATURES",
     "MATCH_FEATURES",
     "RANKER_SOURCES",
@@ -55,8 +55,6 @@ __all__ = [
 
 log = logging.getLogger("toolscout.ranker_fit")
 
-# Everyday sources whose licence puts no condition on a trained model (CC BY, CC0, MIT, BSD).
-EVERYDAY_SOURCES = ("clinc150", "hwu64", "snips", "ha_intents", "star", "thingpedia")
 SIZES = (5, 20, 100, 500, 2000, 4000)
 # Training catalogs stop at 2,000 tools (the dev sets check up to 4,000): every tool of a catalog
 # is embedded, and 2 cores embed a few per second.
@@ -89,13 +87,8 @@ MATCH_FEATURES = (
 )
 
 
-def _ranker_sources() -> tuple[str, ...]:
-    from toolscout.training.data import LICENSED_SOURCES
-
-    return (*LICENSED_SOURCES, *EVERYDAY_SOURCES)
-
-
-RANKER_SOURCES = _ranker_sources()
+# Every licensed source once (tool-use and everyday): each gets the same catalogs and requests.
+RANKER_SOURCES = LICENSED_SOURCES
 
 
 @dataclass(frozen=True)
@@ -331,7 +324,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", default="bundled", help="embedding model the ranker is fitted for")
     parser.add_argument("--out", type=Path, required=True, help="where to write ranker.json")
     parser.add_argument("--cache", type=Path, default=Path("runs/ranker"), help="candidate cache folder")
-    parser.add_argument("--l2", type=float, default=1.0, help="penalty on the ranker's coefficients")
+    # The shipped ranker's choices, made with benchmarks/ranker_select.py (docs/benchmarks.md).
+    parser.add_argument("--l2", type=float, default=10.0, help="penalty on the ranker's coefficients")
+    parser.add_argument("--weight", type=float, default=1.0, help="weight of the ranker's vote in weighted RRF")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--weak-below", type=float, default=None,
                         help="weak-match threshold to store (choose it with benchmarks/weak_match.py)")
@@ -344,9 +339,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "trained_on": f"{args.train.name}: {len(examples)} requests on {len(catalogs)} catalogs of "
                       f"{min(TRAIN_SIZES)}-{max(TRAIN_SIZES)} tools, sources {', '.join(RANKER_SOURCES)}; seed {args.seed}",
         "l2": args.l2,
+        "weight": f"{args.weight:g}, chosen with benchmarks/ranker_select.py on every dev set",
     }
     ranker = fit(examples, l2=args.l2, about=about, digest=model_digest(args.model)[:16])
-    ranker = dataclasses.replace(ranker, match=fit_match(examples, ranker))
+    ranker = dataclasses.replace(ranker, weight=args.weight, match=fit_match(examples, ranker))
     if args.weak_below is not None:
         ranker = dataclasses.replace(ranker, weak_below=args.weak_below)
     log.info("training replay: %s", ranking_scores(ranker, examples))
