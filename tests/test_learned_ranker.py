@@ -185,3 +185,23 @@ def test_a_shipped_ranker_is_fitted_for_the_shipped_model() -> None:
     assert shipped is not None, reason
     assert file_digest(BUNDLED_MODEL_DIR / "model.onnx").startswith(shipped.model_digest)
     assert shipped.weak_below is not None and shipped.match is not None
+
+
+def test_fitting_learns_each_requests_order_and_a_per_request_column_alone_orders_nothing(tmp_path: Path) -> None:
+    from toolscout.training.ranker_fit import Example as Fitted
+    from toolscout.training.ranker_fit import fit
+
+    engine = engine_with(tmp_path, None)
+    asked = {"rain forecast for a city": "weather__get_forecast", "send an email message to bob": "mail__send_email",
+             "read the contents of a file on disk": "files__read_file", "text of my note": "notes__read_note",
+             "make cells bold with borders": "sheets__format_range"}
+    examples = []
+    for text, answer in asked.items():
+        candidates = engine.candidates(text)
+        labels = np.array([tool_id == answer for tool_id in candidates.ids])
+        examples.append(Fitted("test", text, candidates, labels, feasible=True))
+    fitted = fit(examples, features=("bm25_description_rrf", "tfidf_rrf", "dense_rrf", "query_words"), l2=0.1)
+    for example in examples:
+        assert example.candidates.ids[int(np.argmax(fitted.probabilities(example.candidates)))] == asked[example.text]
+    # The request's length is the same for all its candidates: the softmax cannot use it.
+    assert abs(fitted.ranking.coefficients[3]) < 1e-6
