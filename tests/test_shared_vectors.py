@@ -5,11 +5,9 @@ vectors back and encodes nothing, and a store that goes away costs only speed.""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import pytest
 from support.fake_encoder import HashingEncoder
 from support.postgres import PostgresServer
 
@@ -21,12 +19,6 @@ CATALOG = [
     ToolRecord(id=f"srv__tool_{i}", name=f"tool_{i}", server="srv", description=f"Does thing number {i}.")
     for i in range(20)
 ]
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    with PostgresServer() as server:
-        yield server
 
 
 def replica(tmp_path: Path, name: str, url: str, tools: list[ToolRecord]) -> tuple[ToolSearch, HashingEncoder]:

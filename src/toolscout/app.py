@@ -91,6 +91,9 @@ class LearningOptions:
     record: bool = False
     # The client's model writes phrases (the cache is created); otherwise an existing cache is only read.
     expand: bool = False
+    # How often a serving gateway looks for what was learned since its last index build (here or by
+    # another gateway sharing the state store), and re-indexes if anything was: seconds.
+    follow_interval: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -204,12 +207,19 @@ def _learning_sources(config: AppConfig, learning: LearningOptions) -> LearningS
     from toolscout.learning.expansion_cache import default_expansions_path
     from toolscout.learning.sources import LearningSources
     from toolscout.learning.usage import default_usage_path
+    from toolscout.state.location import state_exists
 
     overlays = [*discover_overlays(config.registry_paths()), *learning.overlays]
-    usage = _open_store(UsageStore, "learning from use") if learning.record or default_usage_path().exists() else None
+    state = config.pins.state if config.pins is not None else None
+    # Without recording (or expanding), a store that was never created is not created for nothing.
+    known = state_exists(state)
+    usage = (
+        _open_store(UsageStore, state, "learning from use")
+        if learning.record or known or default_usage_path().exists() else None
+    )
     cache = (
-        _open_store(ExpansionCache, "generated phrases")
-        if learning.expand or default_expansions_path().exists() else None
+        _open_store(ExpansionCache, state, "generated phrases")
+        if learning.expand or known or default_expansions_path().exists() else None
     )
     try:
         return LearningSources.load(overlays, list(learning.examples), usage=usage, cache=cache)
@@ -220,12 +230,12 @@ def _learning_sources(config: AppConfig, learning: LearningOptions) -> LearningS
         raise
 
 
-def _open_store(kind: type[_Store], what: str) -> _Store | None:
-    """A learning store at its default place, or None (logged): learning never stops the gateway."""
+def _open_store(kind: type[_Store], state: str | None, what: str) -> _Store | None:
+    """A learning store in the state store, or None (logged): learning never stops the gateway."""
     from toolscout.errors import ConfigError
 
     try:
-        return kind()
+        return kind(state)  # type: ignore[call-arg]
     except ConfigError as exc:
         logger.warning("%s is off: %s", what, exc)
         return None
@@ -386,6 +396,8 @@ class App:
         stack.callback(background.cancel_scope.cancel)
         if hooks.pins is not None:
             background.start_soon(hooks.pins.follow_approvals, gateway.rescreen)
+        if sources is not None and (sources.usage is not None or sources.cache is not None):
+            background.start_soon(sources.follow_changes, gateway.rescreen, learning_options.follow_interval)
         if self._specs is None:
             # An edit of the registry is followed: a fixed entry is started without a restart.
             background.start_soon(follow_changes, config.registry_paths(), self._reload_registry)

@@ -11,10 +11,14 @@ Overlays, example files, examples learned from use and phrases a client's model 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
+
 from toolscout.catalog import ToolRecord
+from toolscout.errors import StateError
 from toolscout.learning.examples import Example, load_example_files
 from toolscout.learning.expansion import apply_expansions
 from toolscout.learning.expansion_cache import ExpansionCache
@@ -88,6 +92,25 @@ class LearningSources:
             if tools and (source, pattern) not in self._reported:
                 self._reported.add((source, pattern))
                 logger.info("overlay %s: '%s' matches no tool of the catalog (yet)", source, pattern)
+
+    async def follow_changes(self, rebuild: Callable[[], None], interval: float) -> None:
+        """Call `rebuild` whenever learned examples or generated phrases changed in the state store
+        (learned here, or by another gateway sharing it), at most once per `interval` seconds, forever.
+
+        Each call costs an index build, hence an interval of tens of seconds rather than one."""
+        seen = await anyio.to_thread.run_sync(self._revisions)
+        while True:
+            await anyio.sleep(interval)
+            revisions = await anyio.to_thread.run_sync(self._revisions)
+            if revisions != seen and revisions is not None:
+                seen = revisions
+                rebuild()
+
+    def _revisions(self) -> tuple[int, ...] | None:
+        try:
+            return tuple(store.revision() for store in (self.usage, self.cache) if store is not None)
+        except StateError:
+            return None  # unreachable for now: nothing to rebuild from
 
     def close(self) -> None:
         for store in (self.usage, self.cache):
