@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from toolscout.serving.http import SessionLimits
     from toolscout.serving.scoped import ProfileChooser
     from toolscout.shutdown import Shutdown
+    from toolscout.state.replicas import ReplicaBoard
 
 __all__ = [
     "App",
@@ -230,6 +231,18 @@ def _learning_sources(config: AppConfig, learning: LearningOptions) -> LearningS
         raise
 
 
+def _replica_board(config: AppConfig) -> ReplicaBoard | None:
+    """Where a serving gateway publishes its upstreams for other hosts, if anywhere (never fatal)."""
+    from toolscout.errors import StateError
+    from toolscout.state.replicas import replica_board
+
+    try:
+        return replica_board(config.pins.state if config.pins is not None else None)
+    except StateError as exc:
+        logger.warning("toolscout tools --running on other hosts will not show this replica: %s", exc)
+        return None
+
+
 def _open_store(kind: type[_Store], state: str | None, what: str) -> _Store | None:
     """A learning store in the state store, or None (logged): learning never stops the gateway."""
     from toolscout.errors import ConfigError
@@ -401,10 +414,16 @@ class App:
         if self._specs is None:
             # An edit of the registry is followed: a fixed entry is started without a restart.
             background.start_soon(follow_changes, config.registry_paths(), self._reload_registry)
-        # So that `toolscout tools` can show restarts and give-ups only this process knows of.
+        # So that `toolscout tools` can show restarts and give-ups only this process knows of
+        # (on every host, for replicas sharing a Postgres state store).
+        board = _replica_board(config)
+        if board is not None:
+            stack.callback(board.state.close)
         background.start_soon(
-            publish_statuses, lambda: gateway.statuses(screened=False), config.registry_paths(),
-            config.serving.transport,
+            functools.partial(
+                publish_statuses, lambda: gateway.statuses(screened=False), config.registry_paths(),
+                config.serving.transport, board=board,
+            )
         )
         self.metrics = GatewayMetrics(gateway) if config.serving.transport == "http" else None
         self._server = build_server(gateway, observers=learning.observers, metrics=self.metrics, profiles=self._profiles)
