@@ -66,6 +66,7 @@ __all__ = [
     "remember",
     "search_engine",
     "search_settings",
+    "state_location",
 ]
 
 logger = logging.getLogger(__name__)
@@ -211,7 +212,7 @@ def _learning_sources(config: AppConfig, learning: LearningOptions) -> LearningS
     from toolscout.state.location import state_exists
 
     overlays = [*discover_overlays(config.registry_paths()), *learning.overlays]
-    state = config.pins.state if config.pins is not None else None
+    state = state_location(config)
     # Without recording (or expanding), a store that was never created is not created for nothing.
     known = state_exists(state)
     usage = (
@@ -231,13 +232,18 @@ def _learning_sources(config: AppConfig, learning: LearningOptions) -> LearningS
         raise
 
 
+def state_location(config: AppConfig) -> str | None:
+    """The state store's location the configuration names (None: $TOOLSCOUT_STATE or the default)."""
+    return config.pins.state if config.pins is not None else None
+
+
 def _replica_board(config: AppConfig) -> ReplicaBoard | None:
     """Where a serving gateway publishes its upstreams for other hosts, if anywhere (never fatal)."""
     from toolscout.errors import StateError
     from toolscout.state.replicas import replica_board
 
     try:
-        return replica_board(config.pins.state if config.pins is not None else None)
+        return replica_board(state_location(config))
     except StateError as exc:
         logger.warning("toolscout tools --running on other hosts will not show this replica: %s", exc)
         return None
@@ -266,7 +272,7 @@ def search_settings(config: AppConfig) -> SearchSettings:
     settings = SearchSettings(model=config.model) if config.model else SearchSettings()
     if config.reranker:
         settings = replace(settings, reranker=config.reranker)
-    state = (config.pins.state if config.pins is not None else None) or default_state_location()
+    state = state_location(config) or default_state_location()
     if is_postgres(state):
         # Replicas sharing a Postgres state store share their embeddings too.
         settings = replace(settings, shared_vectors=state)
@@ -324,7 +330,9 @@ def remember(gateway: Gateway, config: AppConfig, specs: Sequence[ServerSpec]) -
     """Keep what `gateway` sees now for the next `toolscout search` or `tools`."""
     from toolscout.upstream.catalog_cache import save_catalog
 
-    save_catalog(config.registry_paths(), specs, gateway.listed(), gateway.statuses(screened=False))
+    save_catalog(
+        config.registry_paths(), specs, gateway.listed(), gateway.statuses(screened=False), state=state_location(config)
+    )
 
 
 def keep_current(gateway: Gateway, config: AppConfig, specs: Sequence[ServerSpec]) -> CatalogListener:

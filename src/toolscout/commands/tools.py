@@ -109,12 +109,13 @@ def run(args: argparse.Namespace) -> int:
 def _running(options: AppConfig) -> list:
     """The running gateways over these registries: this machine's, and the replicas of other hosts
     when the state store is a Postgres they share (if it answers)."""
+    from toolscout.app import state_location
     from toolscout.errors import StateError
     from toolscout.state.replicas import replica_board
 
     board = None
     try:
-        board = replica_board(options.pins.state if options.pins is not None else None)
+        board = replica_board(state_location(options))
         return running_gateways(options.registry_paths(), board=board)
     except StateError as exc:
         print(f"toolscout tools: replicas on other hosts are not shown: {exc}", file=sys.stderr)
