@@ -59,6 +59,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "created DOUBLE PRECISION NOT NULL)",
         "CREATE INDEX IF NOT EXISTS expansions_tool ON expansions (server, name)",
     ),
+    # TF-IDF fits shared by replicas (`toolscout.state.fits`), keyed by a hash of what was fitted.
+    (
+        "CREATE TABLE IF NOT EXISTS tfidf_fits (fit_key TEXT PRIMARY KEY, fit BYTEA NOT NULL, "
+        "used DOUBLE PRECISION NOT NULL)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
