@@ -20,6 +20,7 @@ import cProfile
 import json
 import os
 import pstats
+import statistics
 import sys
 import tempfile
 import time
@@ -32,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scale_100k import catalog, latency, peak_rss_mib, queries  # noqa: E402
 
+from toolscout.index import dense  # noqa: E402
 from toolscout.index.cache import EmbeddingCache, text_hash  # noqa: E402
 from toolscout.index.embeddings import CACHE_FILE, Embedder  # noqa: E402
 from toolscout.index.model_files import resolve_model  # noqa: E402
@@ -56,6 +58,29 @@ def seed_vectors(settings: SearchSettings, texts: list[str]) -> None:
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         cache.put(encoder.model_id, dict(zip(chunk, vectors)))
     cache.remember_model(embedder._source(location), encoder.model_id)
+
+
+def dense_pass_ab(engine: ToolSearch, searches: list[str]) -> list[tuple[str, str]]:
+    """Whole searches with the dense pass through BLAS (as shipped at this size) and through
+    einsum (as below `_BLAS_ROWS`), alternating query by query so that the load weighs on both."""
+    snapshot = engine._snapshot
+    times: dict[str, list[float]] = {"BLAS": [], "einsum": []}
+    shipped = dense._BLAS_ROWS
+    try:
+        for text in searches:
+            for way, rows in (("BLAS", shipped), ("einsum", len(snapshot.tools) + 1)):
+                dense._BLAS_ROWS = rows
+                if snapshot.dense is not None:
+                    snapshot.dense._last = None  # no cosines kept from the other way's search
+                started = time.perf_counter()
+                engine.search(text, limit=10)
+                times[way].append((time.perf_counter() - started) * 1000)
+    finally:
+        dense._BLAS_ROWS = shipped
+    return [
+        (f"search p50, dense pass through {way} (alternating)", f"{statistics.median(values):.1f} ms")
+        for way, values in times.items()
+    ]
 
 
 def main() -> None:
@@ -89,6 +114,8 @@ def main() -> None:
         rows.append(("signals", ", ".join(signals)))
         p50, p95 = latency(engine, searches)
         rows.append(("warm hybrid search p50 / p95", f"{p50:.1f} / {p95:.1f} ms"))
+        for name, value in dense_pass_ab(engine, searches):
+            rows.append((name, value))
         rows.append(("load average after the searches", _load()))
         top = {text: [hit.tool.id for hit in engine.search(text, limit=10).hits] for text in searches}
         profiler = cProfile.Profile()
