@@ -95,7 +95,7 @@ class LearningOptions:
     expand: bool = False
     # How often a serving gateway looks for what was learned since its last index build (here or by
     # another gateway sharing the state store), and re-indexes if anything was: seconds.
-    follow_interval: float = 30.0
+    follow_interval: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -413,6 +413,10 @@ class App:
             if learning_options.expand and sources and sources.cache else None
         )
         learning = await stack.enter_async_context(Learning(gateway, tracker=tracker, expansion=expansion))
+        board = _replica_board(config)
+        if board is not None:
+            # Closed after the background work below has stopped (it withdraws this replica first).
+            stack.callback(board.state.close)
         background = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(background.cancel_scope.cancel)
         if hooks.pins is not None:
@@ -424,9 +428,6 @@ class App:
             background.start_soon(follow_changes, config.registry_paths(), self._reload_registry)
         # So that `toolscout tools` can show restarts and give-ups only this process knows of
         # (on every host, for replicas sharing a Postgres state store).
-        board = _replica_board(config)
-        if board is not None:
-            stack.callback(board.state.close)
         background.start_soon(
             functools.partial(
                 publish_statuses, lambda: gateway.statuses(screened=False), config.registry_paths(),
