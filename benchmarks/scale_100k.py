@@ -18,9 +18,10 @@ embedding cache folder):
    which the table says;
 4. with `--embed all`: hybrid search latency, and a second engine over the same cache folder (a
    restart, or a second replica on one machine): its index time with every vector read back;
-5. with `--shared`: a second replica over a Postgres state store that already holds every tool's
-   vector (a fresh cluster of Debian's postgresql, started as the tests start it): its index time,
-   which reads every vector back, and its first semantic answer. Without `--embed all` the vectors
+5. with `--shared`: the whole run over a Postgres state store (a fresh cluster of Debian's
+   postgresql, started as the tests start it), so the first engine's TF-IDF fit is in the store;
+   then a second replica over it once it holds every tool's vector: its index time, which reads
+   the fit and every vector back, and its first semantic answer. Without `--embed all` the vectors
    it reads were written by this script under the model's id (random unit vectors: what is
    measured is reading 100k vectors back, not their quality), which the table says.
 
@@ -30,6 +31,7 @@ Peak RSS is the process's maximum resident set (getrusage), all phases together.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import resource
@@ -121,16 +123,13 @@ def peak_rss_mib() -> float:
 
 
 def second_replica(
-    tools: list[ToolRecord], settings: SearchSettings, searches: list[str], *, seeded: bool
+    tools: list[ToolRecord], settings: SearchSettings, searches: list[str], url: str, *, seeded: bool
 ) -> list[tuple[str, str]]:
-    sys.path.insert(0, str(ROOT / "tests"))
-    from support.postgres import PostgresServer
-
     from toolscout.state.vectors import SharedEmbeddingCache
 
     rows = []
-    with PostgresServer() as postgres, tempfile.TemporaryDirectory(prefix="toolscout-replica-") as cache:
-        shared = SharedEmbeddingCache(postgres.url)
+    with tempfile.TemporaryDirectory(prefix="toolscout-replica-") as cache:
+        shared = SharedEmbeddingCache(url)
         first = Embedder(settings)
         encoder = first.encoder()
         assert encoder is not None
@@ -154,7 +153,7 @@ def second_replica(
         shared.remember_model(first._source(location), encoder.model_id)
         what = "random unit vectors written by the script" if seeded else "the vectors embedded above"
         rows.append((f"vectors into Postgres ({what})", f"{time.perf_counter() - started:.0f} s"))
-        replica = ToolSearch(replace(settings, cache_dir=Path(cache), shared_vectors=postgres.url))
+        replica = ToolSearch(replace(settings, cache_dir=Path(cache), shared_vectors=url))
         started = time.perf_counter()
         replica.index(tools)
         indexed = time.perf_counter() - started
@@ -181,8 +180,17 @@ def main() -> None:
     assert len({t.description for t in tools}) == len(tools) and len({(t.server, t.name) for t in tools}) == len(tools)
     searches = queries(args.queries)
     rows: list[tuple[str, str]] = [("tools", f"{len(tools):,} (from {len(public_tools()):,} public tools)")]
-    with tempfile.TemporaryDirectory(prefix="toolscout-scale-") as cache:
+    with contextlib.ExitStack() as stack:
+        cache = stack.enter_context(tempfile.TemporaryDirectory(prefix="toolscout-scale-"))
         settings = replace(SearchSettings(), cache_dir=Path(cache))
+        if args.shared:
+            # A deployment over Postgres from the start: the first replica's TF-IDF fit (and the
+            # vectors it embeds) land in the store, as they would for replicas.
+            sys.path.insert(0, str(ROOT / "tests"))
+            from support.postgres import PostgresServer
+
+            url = stack.enter_context(PostgresServer()).url
+            settings = replace(settings, shared_vectors=url)
         engine = ToolSearch(settings)
         started = time.perf_counter()
         engine.index(tools)
@@ -220,7 +228,7 @@ def main() -> None:
             rows.append((f"cold embedding, {len(tools):,} tools (extrapolated)", f"{whole / 60:.1f} min"))
             rows.append(("time to first semantic answer (extrapolated)", f"{(keyword_index + whole) / 60:.1f} min"))
         if args.shared:
-            rows.extend(second_replica(tools, settings, searches, seeded=args.embed != "all"))
+            rows.extend(second_replica(tools, settings, searches, url, seeded=args.embed != "all"))
     rows.append(("peak RSS (all phases)", f"{peak_rss_mib():,.0f} MiB"))
     print("| measure | value |")
     print("| --- | --- |")

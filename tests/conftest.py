@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.postgres import PostgresServer
 
 
 def _private_state(state: Path) -> Any:
@@ -32,3 +34,19 @@ def private_test_state(private_state: Path, tmp_path_factory: pytest.TempPathFac
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PostgresServer]:
+    """A real Postgres server (tests/support/postgres.py) shared by one test module."""
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A state store location on each engine: a SQLite file, and a fresh database of the module's Postgres."""
+    if request.param == "sqlite":
+        return str(tmp_path / "state.sqlite3")
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.database(f"t{abs(hash(request.node.nodeid)) % 10**9}")

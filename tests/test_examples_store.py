@@ -156,7 +156,7 @@ def test_the_store_persists_across_reopening(tmp_path):
 def test_an_unusable_store_path_is_a_clear_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    with pytest.raises(ConfigError, match="cannot open the store"):
+    with pytest.raises(ConfigError, match="cannot create the state store"):
         UsageStore(blocker / "usage.sqlite3")
 
 
@@ -236,24 +236,24 @@ def test_exported_usage_is_a_valid_examples_file(tmp_path):
 # --- the `toolscout examples` command --------------------------------------------------------
 
 def test_the_examples_command_lists_exports_and_prunes_learned_examples(tmp_path, capsys):
-    path = tmp_path / "usage.sqlite3"
+    path = tmp_path / "state.sqlite3"
     with UsageStore(path) as store:
         store.record("what changed in my repo", "git__git_log", "git")
         store.record("time in tokyo", "time__now", "time")
-    assert main(["examples", "--store", str(path), "--json"]) == 0
+    assert main(["examples", "--state", str(path), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert {(entry["query"], entry["tool_id"]) for entry in listed} == {
         ("what changed in my repo", "git__git_log"), ("time in tokyo", "time__now"),
     }
-    assert main(["examples", "export", "--store", str(path), "--tool", "time__now"]) == 0
+    assert main(["examples", "export", "--state", str(path), "--tool", "time__now"]) == 0
     assert capsys.readouterr().out == '{"query": "time in tokyo", "tools": ["time__now"]}\n'
-    assert main(["examples", "prune", "--store", str(path), "--tool", "git__git_log"]) == 0
+    assert main(["examples", "prune", "--state", str(path), "--tool", "git__git_log"]) == 0
     assert "removed 1" in capsys.readouterr().out
-    assert main(["examples", "clear", "--store", str(path)]) == 0
-    assert main(["examples", "--store", str(path)]) == 0
+    assert main(["examples", "clear", "--state", str(path)]) == 0
+    assert main(["examples", "--state", str(path)]) == 0
     assert "no learned examples" in capsys.readouterr().out
 
 
 def test_pruning_without_a_filter_is_refused_with_what_to_do(tmp_path, capsys):
-    assert main(["examples", "prune", "--store", str(tmp_path / "usage.sqlite3")]) == 2
+    assert main(["examples", "prune", "--state", str(tmp_path / "state.sqlite3")]) == 2
     assert "use 'clear' to delete all" in capsys.readouterr().err

@@ -79,13 +79,13 @@ def test_the_expansions_command_shows_each_source_of_a_tools_phrases(tmp_path, c
     ), encoding="utf-8")
     examples = tmp_path / "examples.jsonl"
     examples.write_text('{"query": "what changed last week", "tools": ["git__git_log"]}\n', encoding="utf-8")
-    with UsageStore(tmp_path / "usage.sqlite3") as store:
+    state = tmp_path / "state.sqlite3"
+    with UsageStore(state) as store:
         store.record("show me the history", "git__git_log", "git")
-    with ExpansionCache(tmp_path / "expansions.sqlite3") as cache:
+    with ExpansionCache(state) as cache:
         cache.put(LOG, ["past commits"], model="fake-1")
 
-    argv = ["expansions", "--registry", str(registry), "--examples", str(examples),
-            "--cache", str(tmp_path / "expansions.sqlite3"), "--store", str(tmp_path / "usage.sqlite3")]
+    argv = ["expansions", "--registry", str(registry), "--examples", str(examples), "--state", str(state)]
     assert main([*argv, "--json"]) == 0
     [row] = json.loads(capsys.readouterr().out)
     assert (row["tool_id"], row["overlay"], row["examples"], row["generated"], row["generated_by"]) == (

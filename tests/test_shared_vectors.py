@@ -5,11 +5,13 @@ vectors back and encodes nothing, and a store that goes away costs only speed.""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
+import psycopg
 from support.fake_encoder import HashingEncoder
 from support.postgres import PostgresServer
 
@@ -21,12 +23,6 @@ CATALOG = [
     ToolRecord(id=f"srv__tool_{i}", name=f"tool_{i}", server="srv", description=f"Does thing number {i}.")
     for i in range(20)
 ]
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    with PostgresServer() as server:
-        yield server
 
 
 def replica(tmp_path: Path, name: str, url: str, tools: list[ToolRecord]) -> tuple[ToolSearch, HashingEncoder]:
@@ -66,3 +62,31 @@ def test_vectors_round_trip_per_model_and_a_lost_store_is_a_miss(postgres: Postg
     finally:
         postgres.start_again()
     assert cache.get("m1", ["h"])["h"].tolist() == [0.5, 0.25]
+
+
+def test_a_tfidf_fit_is_made_once_and_read_back_by_every_replica(postgres: PostgresServer) -> None:
+    """Another process over the same Postgres reads the first one's fit: it scores exactly the same
+    without fitting (scikit-learn is never imported there), and only the newest fits are kept."""
+    from toolscout.index.base import Query
+    from toolscout.index.tfidf import TfidfRetriever
+    from toolscout.state.fits import KEEP, SharedFits
+
+    url = postgres.database("fits")
+    corpus = [["send", "weekly", "report"], ["weather", "forecast", "city"], ["read", "note"]]
+    first = TfidfRetriever(corpus, store=SharedFits(url))
+    replica = subprocess.run([sys.executable, "-c", (
+        "import json, sys\n"
+        "from toolscout.index.base import Query\n"
+        "from toolscout.index.tfidf import TfidfRetriever\n"
+        "from toolscout.state.fits import SharedFits\n"
+        f"retriever = TfidfRetriever({corpus!r}, store=SharedFits(sys.argv[1]))\n"
+        "scores = retriever.scores(Query(text='weekly report', tokens=('weekly', 'report')))\n"
+        "print(json.dumps({'sklearn': 'sklearn' in sys.modules, 'scores': scores.tolist()}))\n"
+    ), url], capture_output=True, text=True, check=True, timeout=120)
+    answer = json.loads(replica.stdout)
+    assert answer["sklearn"] is False
+    assert answer["scores"] == first.scores(Query(text="weekly report", tokens=("weekly", "report"))).tolist()
+    for n in range(KEEP + 2):
+        TfidfRetriever([*corpus, [f"tool{n}"]], store=SharedFits(url))
+    with psycopg.connect(url) as connection:
+        assert connection.execute("SELECT count(*) FROM tfidf_fits").fetchone() == (KEEP,)

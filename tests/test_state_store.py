@@ -13,7 +13,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,27 +25,6 @@ from toolscout.state import open_state
 from toolscout.state.store import SCHEMA_VERSION, StateStore
 
 TOOL = ToolRecord(id="s__t", name="t", server="s", description="Sends a weekly report.", input_schema={"type": "object"})
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    with PostgresServer() as server:
-        yield server
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "state.sqlite3")
-    server: PostgresServer = request.getfixturevalue("postgres")
-    # A database of its own per test: the server is shared by the module.
-    name = f"t{abs(hash(request.node.nodeid)) % 10**9}"
-    import psycopg
-
-    with psycopg.connect(server.url, autocommit=True) as connection:
-        connection.execute(f"DROP DATABASE IF EXISTS {name}")
-        connection.execute(f"CREATE DATABASE {name}")
-    return server.url.rsplit("/", 1)[0] + f"/{name}"
 
 
 def test_records_are_kept_changed_and_removed_in_transactions(location: str) -> None:

@@ -38,6 +38,15 @@ def test_tokens_are_case_folded_and_stopwords_dropped():
     assert tokenize("Can you please Find THE weather in Paris for me") == ["find", "weather", "paris"]
 
 
+def test_whitespace_of_any_kind_separates_words_and_never_joins_identifier_parts():
+    # Tokens are made per whitespace-separated chunk (and cached); the words are those of the text.
+    text = "getUser\u00a0by-ID\tHTTPServer2\nsend,email  (weekly)report.v2"
+    assert tokenize(text) == ["get", "user", "id", "http", "server", "2", "send", "email", "weekly", "report", "v", "2"]
+    assert tokenize(text) == tokenize(text)  # the second time from the cache, the same
+    assert tokenize("Sending reports", stem=True) == ["send", "report"]
+    assert tokenize("Sending reports") == ["sending", "reports"]
+
+
 def test_stemming_conflates_word_forms():
     assert tokenize("searching searches", stem=True) == ["search", "search"]
 

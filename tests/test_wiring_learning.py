@@ -112,7 +112,7 @@ async def serve_and_use(registry: Path, data_dir: Path, *extra: str, model: Any 
     """`toolscout serve` over stdio: one search and one successful execution of what it found; with a
     sampling `model`, then what a search for a phrase the model wrote finds, once re-indexed."""
     args = ["-m", "toolscout.cli", "serve", "--registry", str(registry), "--model", "none", *extra]
-    env = {**os.environ, "TOOLSCOUT_DATA_DIR": str(data_dir)}
+    env = {**os.environ, "TOOLSCOUT_DATA_DIR": str(data_dir), "TOOLSCOUT_STATE": str(data_dir / "state.sqlite3")}
     reindexed = anyio.Event()
 
     async def on_message(message: Any) -> None:
@@ -145,9 +145,10 @@ async def test_serve_records_usage_unless_started_with_no_learn_and_expand_uses_
         async with anyio.create_task_group() as tg:
             tg.start_soon(run, "opted-out", "--no-learn")
             tg.start_soon(lambda: run("learning", "--expand", model=model))
-    with UsageStore(tmp_path / "learning" / "usage.sqlite3") as store:
+    with UsageStore(tmp_path / "learning" / "state.sqlite3") as store:
         learned = [(entry.query, entry.tool_id) for entry in store.entries()]
-    assert not (tmp_path / "opted-out" / "usage.sqlite3").exists()
+    with UsageStore(tmp_path / "opted-out" / "state.sqlite3") as store:
+        assert store.entries() == []
     assert learned == [("book a hotel for my journey", "office__plan_trip")]
     # The first tool was expanded at once; the others wait their turn under the rate limit.
     assert results["learning"][0] == "office__send_report"
@@ -206,7 +207,7 @@ async def test_over_http_usage_is_linked_within_a_client_session(tmp_path: Path)
                 echoed(await first.call_tool("execute_tool", {"name": "office__send_report", "arguments": {"to": "a"}}))
                 echoed(await second.call_tool("execute_tool", {"name": "office__plan_trip", "arguments": {}}))
                 echoed(await first.call_tool("execute_tool", {"name": "office__plan_trip", "arguments": {}}))
-    with UsageStore(tmp_path / "data" / "usage.sqlite3") as store:
+    with UsageStore() as store:  # the state store the served process shared (the test's own)
         assert [(entry.query, entry.tool_id) for entry in store.entries()] == [("book a hotel for my journey", "office__plan_trip")]
 
 

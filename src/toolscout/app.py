@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from toolscout.serving.http import SessionLimits
     from toolscout.serving.scoped import ProfileChooser
     from toolscout.shutdown import Shutdown
+    from toolscout.state.replicas import ReplicaBoard
 
 __all__ = [
     "App",
@@ -65,6 +66,7 @@ __all__ = [
     "remember",
     "search_engine",
     "search_settings",
+    "state_location",
 ]
 
 logger = logging.getLogger(__name__)
@@ -91,6 +93,9 @@ class LearningOptions:
     record: bool = False
     # The client's model writes phrases (the cache is created); otherwise an existing cache is only read.
     expand: bool = False
+    # How often a serving gateway looks for what was learned since its last index build (here or by
+    # another gateway sharing the state store), and re-indexes if anything was: seconds.
+    follow_interval: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -204,12 +209,19 @@ def _learning_sources(config: AppConfig, learning: LearningOptions) -> LearningS
     from toolscout.learning.expansion_cache import default_expansions_path
     from toolscout.learning.sources import LearningSources
     from toolscout.learning.usage import default_usage_path
+    from toolscout.state.location import state_exists
 
     overlays = [*discover_overlays(config.registry_paths()), *learning.overlays]
-    usage = _open_store(UsageStore, "learning from use") if learning.record or default_usage_path().exists() else None
+    state = state_location(config)
+    # Without recording (or expanding), a store that was never created is not created for nothing.
+    known = state_exists(state)
+    usage = (
+        _open_store(UsageStore, state, "learning from use")
+        if learning.record or known or default_usage_path().exists() else None
+    )
     cache = (
-        _open_store(ExpansionCache, "generated phrases")
-        if learning.expand or default_expansions_path().exists() else None
+        _open_store(ExpansionCache, state, "generated phrases")
+        if learning.expand or known or default_expansions_path().exists() else None
     )
     try:
         return LearningSources.load(overlays, list(learning.examples), usage=usage, cache=cache)
@@ -220,12 +232,29 @@ def _learning_sources(config: AppConfig, learning: LearningOptions) -> LearningS
         raise
 
 
-def _open_store(kind: type[_Store], what: str) -> _Store | None:
-    """A learning store at its default place, or None (logged): learning never stops the gateway."""
+def state_location(config: AppConfig) -> str | None:
+    """The state store's location the configuration names (None: $TOOLSCOUT_STATE or the default)."""
+    return config.pins.state if config.pins is not None else None
+
+
+def _replica_board(config: AppConfig) -> ReplicaBoard | None:
+    """Where a serving gateway publishes its upstreams for other hosts, if anywhere (never fatal)."""
+    from toolscout.errors import StateError
+    from toolscout.state.replicas import replica_board
+
+    try:
+        return replica_board(state_location(config))
+    except StateError as exc:
+        logger.warning("toolscout tools --running on other hosts will not show this replica: %s", exc)
+        return None
+
+
+def _open_store(kind: type[_Store], state: str | None, what: str) -> _Store | None:
+    """A learning store in the state store, or None (logged): learning never stops the gateway."""
     from toolscout.errors import ConfigError
 
     try:
-        return kind()
+        return kind(state)  # type: ignore[call-arg]
     except ConfigError as exc:
         logger.warning("%s is off: %s", what, exc)
         return None
@@ -243,7 +272,7 @@ def search_settings(config: AppConfig) -> SearchSettings:
     settings = SearchSettings(model=config.model) if config.model else SearchSettings()
     if config.reranker:
         settings = replace(settings, reranker=config.reranker)
-    state = (config.pins.state if config.pins is not None else None) or default_state_location()
+    state = state_location(config) or default_state_location()
     if is_postgres(state):
         # Replicas sharing a Postgres state store share their embeddings too.
         settings = replace(settings, shared_vectors=state)
@@ -301,7 +330,9 @@ def remember(gateway: Gateway, config: AppConfig, specs: Sequence[ServerSpec]) -
     """Keep what `gateway` sees now for the next `toolscout search` or `tools`."""
     from toolscout.upstream.catalog_cache import save_catalog
 
-    save_catalog(config.registry_paths(), specs, gateway.listed(), gateway.statuses(screened=False))
+    save_catalog(
+        config.registry_paths(), specs, gateway.listed(), gateway.statuses(screened=False), state=state_location(config)
+    )
 
 
 def keep_current(gateway: Gateway, config: AppConfig, specs: Sequence[ServerSpec]) -> CatalogListener:
@@ -382,17 +413,26 @@ class App:
             if learning_options.expand and sources and sources.cache else None
         )
         learning = await stack.enter_async_context(Learning(gateway, tracker=tracker, expansion=expansion))
+        board = _replica_board(config)
+        if board is not None:
+            # Closed after the background work below has stopped (it withdraws this replica first).
+            stack.callback(board.state.close)
         background = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(background.cancel_scope.cancel)
         if hooks.pins is not None:
             background.start_soon(hooks.pins.follow_approvals, gateway.rescreen)
+        if sources is not None and (sources.usage is not None or sources.cache is not None):
+            background.start_soon(sources.follow_changes, gateway.rescreen, learning_options.follow_interval)
         if self._specs is None:
             # An edit of the registry is followed: a fixed entry is started without a restart.
             background.start_soon(follow_changes, config.registry_paths(), self._reload_registry)
-        # So that `toolscout tools` can show restarts and give-ups only this process knows of.
+        # So that `toolscout tools` can show restarts and give-ups only this process knows of
+        # (on every host, for replicas sharing a Postgres state store).
         background.start_soon(
-            publish_statuses, lambda: gateway.statuses(screened=False), config.registry_paths(),
-            config.serving.transport,
+            functools.partial(
+                publish_statuses, lambda: gateway.statuses(screened=False), config.registry_paths(),
+                config.serving.transport, board=board,
+            )
         )
         self.metrics = GatewayMetrics(gateway) if config.serving.transport == "http" else None
         self._server = build_server(gateway, observers=learning.observers, metrics=self.metrics, profiles=self._profiles)

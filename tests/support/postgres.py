@@ -2,6 +2,7 @@
 
     with PostgresServer() as server:                      # initdb + pg_ctl start on a free port
         url = server.url                                  # postgresql://toolscout@127.0.0.1:PORT/toolscout
+        other = server.database("t1")                     # a fresh database of its own
         server.restart()                                  # pg_ctl restart -m fast (same port, same data)
 
 scripts/setup.sh installs the package (the test setup, not --runtime). The server binaries are
@@ -89,6 +90,16 @@ class PostgresServer:
     def _start(self) -> None:
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "server.log"), "-w", "start")
+
+    def database(self, name: str) -> str:
+        """The URL of a new, empty database `name` on this server (dropped first if it exists): one
+        per test, while the server is shared by a module."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as connection:
+            connection.execute(f"DROP DATABASE IF EXISTS {name}")
+            connection.execute(f"CREATE DATABASE {name}")
+        return self.url.rsplit("/", 1)[0] + f"/{name}"
 
     def restart(self) -> None:
         """Stop (fast: every connection is cut) and start again on the same port and data."""

@@ -162,7 +162,8 @@ def add_state_option(parser: argparse.ArgumentParser) -> None:
     """--state (--pins, its earlier name, still works)."""
     parser.add_argument(
         "--state", "--pins", dest="state", metavar="LOCATION",
-        help="state store of pins and approvals: a SQLite file, or postgresql://... shared by replicas "
+        help="state store of pins, approvals and what toolscout learns: a SQLite file, or postgresql://... "
+             "shared by replicas "
              "(default: $TOOLSCOUT_STATE, else state.sqlite3 in the user state directory)",
     )
 

@@ -40,9 +40,11 @@ def add_refresh_option(parser: argparse.ArgumentParser) -> None:
 
 def cached(command: str, refresh: bool, options: AppConfig, specs: Sequence[ServerSpec]) -> SeenCatalog | None:
     """The catalog last seen over the command's registries, saying on stderr how old it is."""
+    from toolscout.app import state_location
+
     if refresh:
         return None
-    seen = load_catalog(options.registry_paths(), specs)
+    seen = load_catalog(options.registry_paths(), specs, state=state_location(options))
     if seen is not None and not seen.catalog.tools:
         # Every upstream was down when last seen (e.g. before uv was installed): an answer from
         # that would be empty, so look again.

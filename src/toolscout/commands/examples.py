@@ -1,6 +1,6 @@
 """`toolscout examples`: list, export and prune the example requests learned from use.
 
-They live only on this machine (see docs/learning.md); this command is how a user inspects them,
+They live in the state store, on this machine or in the Postgres replicas share (see docs/learning.md); this command is how a user inspects them,
 turns them into an examples file (`export`), or deletes them (`prune`, `clear`).
 """
 
@@ -12,12 +12,12 @@ import json
 import sys
 import time
 from datetime import datetime
-from pathlib import Path
 
 from toolscout.errors import ToolscoutError
 from toolscout.learning.examples import Example, write_examples
 from toolscout.learning.phrases import phrase_key
-from toolscout.learning.usage import UsageEntry, UsageStore, default_usage_path
+from toolscout.commands._gateway import add_state_option
+from toolscout.learning.usage import UsageEntry, UsageStore
 
 __all__ = ["register", "run"]
 
@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "examples",
         help="list, export or prune the example requests learned from use",
         description="Example requests learned when an agent ran a tool that search_tools had "
-        f"just returned. Stored locally in {default_usage_path()} (override with --store).",
+        "just returned, kept in the state store (--state).",
     )
     parser.add_argument("action", nargs="?", choices=ACTIONS, default="list",
                         help="list (default), export as an examples file, prune matching ones, clear all")
@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="only examples last used more than DAYS days ago")
     parser.add_argument("--tool", metavar="ID", help="only examples of this tool id")
     parser.add_argument("--json", action="store_true", help="list as one JSON array")
-    parser.add_argument("--store", type=Path, metavar="PATH", help="the usage store file to use")
+    add_state_option(parser)
     parser.set_defaults(handler=run)
 
 
@@ -51,12 +51,12 @@ def run(args: argparse.Namespace) -> int:
         return _fail("clear deletes everything; to delete some, use 'prune' with these options")
     cutoff = None if args.older_than is None else time.time() - args.older_than * _DAY_S
     try:
-        with UsageStore(args.store) as store:
+        with UsageStore(args.state) as store:
             if args.action == "prune":
                 removed = store.prune(tool_id=args.tool, older_than=cutoff)
-                print(f"removed {removed} learned example(s) from {store.path}")
+                print(f"removed {removed} learned example(s) from {store.location}")
             elif args.action == "clear":
-                print(f"removed {store.clear()} learned example(s) from {store.path}")
+                print(f"removed {store.clear()} learned example(s) from {store.location}")
             elif args.action == "export":
                 write_examples(_selected_examples(store, args.tool, cutoff), sys.stdout)
             else:

@@ -1,6 +1,6 @@
 """`toolscout expansions [TOOL_ID...]`: what each tool's expansion field is made of, by source.
 
-Reads only files and local stores (overlays, example files, learned examples, the cache of
+Reads only files and the state store (overlays, example files, learned examples, the cache of
 generated phrases); it connects to no upstream, so it shows tools the stores know about, or the
 ids given on the command line.
 """
@@ -21,6 +21,8 @@ from toolscout.learning.expansion import ExpansionPlan
 from toolscout.learning.expansion_cache import CachedExpansion, ExpansionCache, default_expansions_path
 from toolscout.learning.overlays import Overlay, discover_overlays, load_overlays
 from toolscout.learning.usage import UsageStore, default_usage_path
+from toolscout.commands._gateway import add_state_option
+from toolscout.state.location import state_exists
 
 __all__ = ["register", "run"]
 
@@ -42,10 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="an overlay file (may repeat)")
     parser.add_argument("--examples", action="append", type=Path, default=[], metavar="FILE",
                         help="an examples file, JSON Lines (may repeat)")
-    parser.add_argument("--cache", type=Path, metavar="PATH",
-                        help=f"generated expansions store (default {default_expansions_path()})")
-    parser.add_argument("--store", type=Path, metavar="PATH",
-                        help=f"learned examples store (default {default_usage_path()})")
+    add_state_option(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON array")
     parser.set_defaults(handler=run)
 
@@ -53,8 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         overlays = load_overlays([*discover_overlays(args.registry), *args.overlay])
-        examples = load_example_files(args.examples) + _learned(args.store)
-        generated = _generated(args.cache)
+        examples = load_example_files(args.examples) + _learned(args.state)
+        generated = _generated(args.state)
     except ToolscoutError as exc:
         print(f"toolscout expansions: error: {exc}", file=sys.stderr)
         return 2
@@ -80,21 +79,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _learned(path: Path | None) -> list[Example]:
+def _learned(location: str | None) -> list[Example]:
     # A read-only command should not create the store when nothing was ever learned.
-    path = path or default_usage_path()
-    if not path.exists():
+    if not (state_exists(location) or default_usage_path().exists()):
         return []
-    with UsageStore(path) as store:
+    with UsageStore(location) as store:
         return store.examples()
 
 
-def _generated(path: Path | None) -> dict[str, CachedExpansion]:
+def _generated(location: str | None) -> dict[str, CachedExpansion]:
     """tool id -> its most recent generated expansion."""
-    path = path or default_expansions_path()
-    if not path.exists():
+    if not (state_exists(location) or default_expansions_path().exists()):
         return {}
-    with ExpansionCache(path) as cache:
+    with ExpansionCache(location) as cache:
         return {entry.tool_id: entry for entry in cache.entries()}
 
 

@@ -71,14 +71,14 @@ def run(args: argparse.Namespace) -> int:
         return fail("tools", str(exc))
     if args.flagged:
         return _print_flagged(anyio.run(_flagged, options, specs), args.json)
-    gateways = running_gateways(options.registry_paths())
+    gateways = _running(options)
     if args.running:
         report = [{"name": spec.name, "transport": spec.transport} for spec in specs]
     else:
         report = anyio.run(_collect, args, options, specs, hooks)
     for row in report:
         row["serving"] = [
-            {"pid": g.pid, "transport": g.transport, **g.upstreams[row["name"]]}
+            {"pid": g.pid, "host": g.host, "transport": g.transport, **g.upstreams[row["name"]]}
             for g in gateways if row["name"] in g.upstreams
         ]
     if args.running and not gateways:
@@ -104,6 +104,25 @@ def run(args: argparse.Namespace) -> int:
         for tool_id, reason in row.get("withheld", {}).items():
             print(f"{'':<{width}}  - {tool_id} (withheld: {terminal_safe(reason)})")
     return 0
+
+
+def _running(options: AppConfig) -> list:
+    """The running gateways over these registries: this machine's, and the replicas of other hosts
+    when the state store is a Postgres they share (if it answers)."""
+    from toolscout.app import state_location
+    from toolscout.errors import StateError
+    from toolscout.state.replicas import replica_board
+
+    board = None
+    try:
+        board = replica_board(state_location(options))
+        return running_gateways(options.registry_paths(), board=board)
+    except StateError as exc:
+        print(f"toolscout tools: replicas on other hosts are not shown: {exc}", file=sys.stderr)
+        return running_gateways(options.registry_paths())
+    finally:
+        if board is not None:
+            board.state.close()
 
 
 async def _flagged(options: AppConfig, specs: list) -> list[dict]:
@@ -185,7 +204,8 @@ def _served_line(seen: dict) -> str:
     """How one running gateway sees an upstream, e.g. 'serving gateway 4711 (http): down, ...'."""
     from toolscout.security.hidden import terminal_safe
 
-    who = f"serving gateway {seen['pid']} ({seen['transport']}): {seen['state']}"
+    where = f"{seen['host']}:{seen['pid']}" if seen.get("host") else seen["pid"]
+    who = f"serving gateway {where} ({seen['transport']}): {seen['state']}"
     if seen["state"] == "up":
         who += f", {plural(seen['tool_count'], 'tool')}"
     if seen.get("restarts"):

@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 
 BACKENDS = ("onnx", "torch")
 _BATCH = 32
+# From this many tools on, the dense pass goes through BLAS (see DenseRetriever.scores).
+_BLAS_ROWS = 40_000
 _DEFAULT_MAX_TOKENS = 256
 
 
@@ -68,9 +70,15 @@ class DenseRetriever:
         last = self._last
         if last is not None and last[0] == key:
             return last[1]
-        # einsum, not `@`: a matrix-vector product through some OpenBLAS builds takes ~8 ms for a
-        # few thousand rows where numpy's own loop takes ~0.2 ms.
-        cosines = np.einsum("ij,j->i", self.matrix, vector)
+        if self.size < _BLAS_ROWS:
+            # einsum, not `@`: a matrix-vector product through some OpenBLAS builds takes ~8 ms for
+            # a few thousand rows where numpy's own loop takes ~0.2 ms.
+            cosines = np.einsum("ij,j->i", self.matrix, vector)
+        else:
+            # Past the CPU's caches BLAS wins: 30 ms instead of 60 ms at 100,000 x 384 here, while
+            # at 20,000 its threads cost more than they save (benchmarks/dense_pass.py; cosines
+            # equal to einsum's within 1e-7).
+            cosines = self.matrix @ vector
         cosines.setflags(write=False)
         self._last = (key, cosines)
         return cosines

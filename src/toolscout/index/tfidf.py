@@ -3,16 +3,18 @@
 Queries are weighted here rather than through `TfidfVectorizer.transform`, whose input validation
 costs milliseconds per call: the query's few terms select columns of the document matrix.
 
-What scikit-learn fitted (the document matrix, the vocabulary, the idf) can be kept on disk
-(`store`: a folder), keyed by a hash of the exact documents, the scikit-learn version and this
-module's format: the same catalog indexed again (a restarted `serve`, `toolscout search` over the
-catalog last seen) reads the fit back without importing scikit-learn (about a second); any other
-corpus has another key and is fitted afresh. An unreadable or mismatched file is fitted again.
+What scikit-learn fitted (the document matrix, the vocabulary, the idf) can be kept (`store`: a
+folder, or any `FitStore`, e.g. the Postgres replicas share: `toolscout.state.fits`), keyed by a
+hash of the exact documents, the scikit-learn version and this module's format: the same catalog
+indexed again (a restarted `serve`, `toolscout search` over the catalog last seen, a second replica)
+reads the fit back without importing scikit-learn (about a second); any other corpus has another
+key and is fitted afresh. An unreadable or mismatched fit is fitted again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
@@ -21,13 +23,13 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from toolscout.index.base import NOT_RETRIEVED, Query
 
-__all__ = ["TfidfRetriever", "with_bigrams"]
+__all__ = ["FitStore", "FolderFits", "TfidfRetriever", "fit_key", "with_bigrams"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,20 +48,30 @@ def with_bigrams(tokens: Sequence[str]) -> list[str]:
     return [*tokens, *(f"{a} {b}" for a, b in zip(tokens, tokens[1:]))]
 
 
+class FitStore(Protocol):
+    """Fits by key, as bytes; best effort: a read that fails is None, a write that fails is dropped."""
+
+    def read(self, key: str) -> bytes | None: ...
+
+    def write(self, key: str, fit: bytes) -> None: ...
+
+
 class TfidfRetriever:
-    def __init__(self, corpus: Sequence[Sequence[str]], *, store: Path | None = None) -> None:
+    def __init__(self, corpus: Sequence[Sequence[str]], *, store: Path | FitStore | None = None) -> None:
         self.size = len(corpus)
         self._columns: dict[str, int] = {}
         self._idf = np.zeros(0, dtype=np.float32)
         self._matrix: Any = None
+        if isinstance(store, Path):
+            store = FolderFits(store)
         if any(corpus):
             documents = [with_bigrams(doc) for doc in corpus]
             key = fit_key(documents) if store is not None else ""
-            fitted = _read(store, key) if store is not None else None
+            fitted = _unpack(key, store.read(key)) if store is not None else None
             if fitted is None:
                 fitted = _fit(documents)
                 if store is not None:
-                    _write(store, key, *fitted)
+                    store.write(key, _pack(key, *fitted))
             self._matrix, terms, self._idf = fitted
             self._columns = {term: col for col, term in enumerate(terms)}
 
@@ -100,14 +112,28 @@ def fit_key(documents: Sequence[Sequence[str]]) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def _read(store: Path, key: str) -> tuple[Any, list[str], np.ndarray] | None:
-    path = store / f"{key}.npz"
-    if not path.is_file():
+def _pack(key: str, matrix: Any, terms: list[str], idf: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        key=np.frombuffer(key.encode("ascii"), dtype=np.uint8),
+        terms=np.frombuffer(json.dumps(terms).encode("ascii"), dtype=np.uint8),
+        data=matrix.data,
+        indices=matrix.indices,
+        indptr=matrix.indptr,
+        shape=np.asarray(matrix.shape, dtype=np.int64),
+        idf=idf,
+    )
+    return buffer.getvalue()
+
+
+def _unpack(key: str, fit: bytes | None) -> tuple[Any, list[str], np.ndarray] | None:
+    if fit is None:
         return None
     try:
         from scipy.sparse import csc_matrix
 
-        with np.load(path, allow_pickle=False) as stored:
+        with np.load(io.BytesIO(fit), allow_pickle=False) as stored:
             if bytes(stored["key"]).decode("ascii") != key:
                 return None
             terms = json.loads(bytes(stored["terms"]).decode("ascii"))
@@ -115,45 +141,49 @@ def _read(store: Path, key: str) -> tuple[Any, list[str], np.ndarray] | None:
             idf = stored["idf"]
         if not isinstance(terms, list) or len(terms) != matrix.shape[1] or idf.shape != (matrix.shape[1],):
             return None
-        os.utime(path)  # recently used: kept when older fits are removed
         return matrix, terms, idf
-    except Exception as exc:  # noqa: BLE001 - a damaged file costs one fit, nothing else
-        logger.debug("stored TF-IDF fit %s unusable (%s); fitting again", path, exc)
+    except Exception as exc:  # noqa: BLE001 - a damaged fit costs one fit, nothing else
+        logger.debug("stored TF-IDF fit %s unusable (%s); fitting again", key, exc)
         return None
 
 
-def _write(store: Path, key: str, matrix: Any, terms: list[str], idf: np.ndarray) -> None:
-    temporary: str | None = None
-    try:
-        store.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=store, suffix=".tmp", delete=False) as handle:
-            temporary = handle.name
-            np.savez(
-                handle,
-                key=np.frombuffer(key.encode("ascii"), dtype=np.uint8),
-                terms=np.frombuffer(json.dumps(terms).encode("ascii"), dtype=np.uint8),
-                data=matrix.data,
-                indices=matrix.indices,
-                indptr=matrix.indptr,
-                shape=np.asarray(matrix.shape, dtype=np.int64),
-                idf=idf,
-            )
-        os.replace(temporary, store / f"{key}.npz")
-        temporary = None
-        _prune(store)
-    except Exception as exc:  # noqa: BLE001 - an unwritable cache costs a fit at the next start, nothing else
-        logger.debug("cannot keep the TF-IDF fit in %s (%s)", store, exc)
-    finally:
-        if temporary is not None:
-            Path(temporary).unlink(missing_ok=True)
+class FolderFits:
+    """Fits as files `<key>.npz` in a folder (a machine's cache), the most recently used `_KEEP` kept."""
 
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
 
-def _prune(store: Path) -> None:
-    def used(path: Path) -> float:
+    def read(self, key: str) -> bytes | None:
+        path = self.folder / f"{key}.npz"
         try:
-            return path.stat().st_mtime
+            fit = path.read_bytes()
+            os.utime(path)  # recently used: kept when older fits are removed
         except OSError:
-            return 0.0
+            return None
+        return fit
 
-    for old in sorted(store.glob("*.npz"), key=used, reverse=True)[_KEEP:]:
-        old.unlink(missing_ok=True)
+    def write(self, key: str, fit: bytes) -> None:
+        temporary: str | None = None
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=self.folder, suffix=".tmp", delete=False) as handle:
+                temporary = handle.name
+                handle.write(fit)
+            os.replace(temporary, self.folder / f"{key}.npz")
+            temporary = None
+            self._prune()
+        except OSError as exc:  # an unwritable cache costs a fit at the next start, nothing else
+            logger.debug("cannot keep the TF-IDF fit in %s (%s)", self.folder, exc)
+        finally:
+            if temporary is not None:
+                Path(temporary).unlink(missing_ok=True)
+
+    def _prune(self) -> None:
+        def used(path: Path) -> float:
+            try:
+                return path.stat().st_mtime
+            except OSError:
+                return 0.0
+
+        for old in sorted(self.folder.glob("*.npz"), key=used, reverse=True)[_KEEP:]:
+            old.unlink(missing_ok=True)

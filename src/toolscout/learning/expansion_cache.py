@@ -1,4 +1,5 @@
-"""Generated expansions on disk, keyed by tool fingerprint: each tool is expanded once.
+"""Generated expansions in the state store, keyed by tool fingerprint: each tool is expanded once
+(by whichever replica gets there first, when replicas share a Postgres).
 
 A tool's fingerprint covers its whole definition (name, title, description, schemas, annotations),
 so a tool that changes gets a new key and is expanded again, while an unchanged catalog costs no
@@ -17,28 +18,17 @@ from pathlib import Path
 
 from toolscout.catalog import ToolRecord
 from toolscout.learning.phrases import merge_phrases
-from toolscout.learning.storage import SqliteStore, data_dir
+from toolscout.learning.storage import LearningStore, data_dir
 
 __all__ = ["EXPANSIONS_FILE", "CachedExpansion", "ExpansionCache", "default_expansions_path"]
 
 EXPANSIONS_FILE = "expansions.sqlite3"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS expansions (
-    fingerprint TEXT PRIMARY KEY,
-    tool_id     TEXT NOT NULL,
-    name        TEXT NOT NULL,
-    server      TEXT NOT NULL,
-    phrases     TEXT NOT NULL,
-    model       TEXT NOT NULL DEFAULT '',
-    created     REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS expansions_tool ON expansions (server, name);
-"""
 _COLUMNS = "fingerprint, tool_id, name, server, phrases, model, created"
 
 
 def default_expansions_path() -> Path:
+    """Where an earlier version kept generated phrases (imported into the state store on first start)."""
     return data_dir() / EXPANSIONS_FILE
 
 
@@ -64,17 +54,19 @@ def _entry(row: Sequence[object]) -> CachedExpansion:
     )
 
 
-class ExpansionCache(SqliteStore):
-    """fingerprint -> generated phrases, in a SQLite file (one row per tool version)."""
+class ExpansionCache(LearningStore):
+    """fingerprint -> generated phrases, a table of the state store at `location` (None: the
+    default); one row per tool version."""
 
-    def __init__(self, path: Path | None = None, *, clock: Callable[[], float] = time.time) -> None:
-        super().__init__(path or default_expansions_path(), _SCHEMA, clock)
+    KIND = "expansions"
+
+    def __init__(self, location: str | Path | None = None, *, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(location, clock)
+        self._import(default_expansions_path(), "expansions", _COLUMNS.split(", "))
 
     def get(self, fingerprint: str) -> CachedExpansion | None:
-        with self._lock:
-            row = self._db.execute(
-                f"SELECT {_COLUMNS} FROM expansions WHERE fingerprint = ?", (fingerprint,)
-            ).fetchone()
+        with self.state.sql(self.KIND) as sql:
+            row = sql.execute(f"SELECT {_COLUMNS} FROM expansions WHERE fingerprint = ?", (fingerprint,)).fetchone()
         return _entry(row) if row else None
 
     def put(self, record: ToolRecord, phrases: Iterable[str], *, model: str = "") -> CachedExpansion:
@@ -83,30 +75,34 @@ class ExpansionCache(SqliteStore):
             record.fingerprint, record.id, record.name, record.server,
             merge_phrases(phrases), model, self._clock(),
         )
-        with self._lock, self._db:
+        with self.state.sql(self.KIND) as sql:
             # The previous version's phrases describe a tool that no longer exists.
-            self._db.execute(
+            sql.execute(
                 "DELETE FROM expansions WHERE server = ? AND name = ? AND fingerprint != ?",
                 (entry.server, entry.name, entry.fingerprint),
             )
-            self._db.execute(
-                f"INSERT OR REPLACE INTO expansions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            sql.execute(
+                f"INSERT INTO expansions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (fingerprint) DO UPDATE"
+                " SET tool_id = excluded.tool_id, name = excluded.name, server = excluded.server,"
+                " phrases = excluded.phrases, model = excluded.model, created = excluded.created",
                 (entry.fingerprint, entry.tool_id, entry.name, entry.server,
                  json.dumps(list(entry.phrases)), entry.model, entry.created),
             )
+            sql.changed = True
         return entry
 
     def _fingerprints(self, records: Collection[ToolRecord] = ()) -> dict[str, tuple[str, ...]]:
         """fingerprint -> phrases; rows of `records` keyed by their legacy fingerprint are re-keyed."""
-        with self._lock, self._db:
-            rows = self._db.execute("SELECT fingerprint, phrases FROM expansions").fetchall()
+        with self.state.sql(self.KIND) as sql:
+            rows = sql.execute("SELECT fingerprint, phrases FROM expansions").fetchall()
             cached = {fingerprint: tuple(json.loads(phrases)) for fingerprint, phrases in rows}
             for record in records:
                 legacy = record.legacy_fingerprint
                 if record.fingerprint not in cached and legacy in cached:
-                    self._db.execute("UPDATE expansions SET fingerprint = ? WHERE fingerprint = ?",
-                                     (record.fingerprint, legacy))
+                    sql.execute("UPDATE expansions SET fingerprint = ? WHERE fingerprint = ?",
+                                (record.fingerprint, legacy))
                     cached[record.fingerprint] = cached.pop(legacy)
+                    sql.changed = True
         return cached
 
     def lookup(self, records: Iterable[ToolRecord]) -> dict[str, tuple[str, ...]]:
@@ -127,10 +123,8 @@ class ExpansionCache(SqliteStore):
 
     def entries(self, tool_ids: Collection[str] | None = None) -> list[CachedExpansion]:
         """Cached entries, optionally only those of `tool_ids`, ordered by tool id."""
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM expansions ORDER BY tool_id, created"
-            ).fetchall()
+        with self.state.sql(self.KIND) as sql:
+            rows = sql.execute(f"SELECT {_COLUMNS} FROM expansions ORDER BY tool_id, created").fetchall()
         entries = [_entry(row) for row in rows]
         if tool_ids is None:
             return entries
@@ -139,8 +133,10 @@ class ExpansionCache(SqliteStore):
 
     def forget(self, tool_ids: Collection[str]) -> int:
         """Drop the entries of `tool_ids`, so they are expanded again; returns how many rows went."""
-        with self._lock, self._db:
-            return sum(
-                self._db.execute("DELETE FROM expansions WHERE tool_id = ?", (tool_id,)).rowcount
+        with self.state.sql(self.KIND) as sql:
+            removed = sum(
+                int(sql.execute("DELETE FROM expansions WHERE tool_id = ?", (tool_id,)).rowcount)
                 for tool_id in tool_ids
             )
+            sql.changed = removed > 0
+        return removed

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 
 from toolscout.catalog import ToolRecord
-from toolscout.errors import SamplingUnavailableError
+from toolscout.errors import SamplingUnavailableError, StateError
 from toolscout.learning.expansion_cache import ExpansionCache
 from toolscout.learning.phrases import clean_phrase, merge_phrases
 
@@ -214,13 +214,18 @@ class Expander:
     async def run(self, records: Sequence[ToolRecord]) -> ExpansionReport:
         """Expand every record whose current version is not in the cache yet."""
         async with self._one_at_a_time:
-            todo = list({record.fingerprint: record for record in self.cache.missing(records)}.values())
             report = ExpansionReport()
+            try:
+                todo = list({record.fingerprint: record for record in self.cache.missing(records)}.values())
+            except StateError as exc:
+                # Tried again at the next catalog change; nothing is asked meanwhile.
+                logger.warning("not expanding tools now: %s", exc)
+                return report
             failures_in_a_row = 0
             for done, record in enumerate(todo, start=1):
-                if self.cache.get(record.fingerprint) is not None:
-                    continue  # filled meanwhile, e.g. by another toolscout sharing the cache
                 try:
+                    if self.cache.get(record.fingerprint) is not None:
+                        continue  # filled meanwhile, e.g. by another toolscout sharing the cache
                     phrases = await self._expand(record)
                 except SamplingUnavailableError as exc:
                     report.stopped = f"sampling is not available: {exc}"

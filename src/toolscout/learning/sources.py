@@ -11,10 +11,14 @@ Overlays, example files, examples learned from use and phrases a client's model 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
+
 from toolscout.catalog import ToolRecord
+from toolscout.errors import StateError
 from toolscout.learning.examples import Example, load_example_files
 from toolscout.learning.expansion import apply_expansions
 from toolscout.learning.expansion_cache import ExpansionCache
@@ -44,6 +48,9 @@ class LearningSources:
         self.cache = cache
         self._reported: set[tuple[str, str]] = set()
         self._unknown_ids: set[str] = set()
+        # What the state store answered last, for when it cannot be reached.
+        self._last_learned: list[Example] = []
+        self._last_generated: dict[str, tuple[str, ...]] = {}
 
     @classmethod
     def load(
@@ -58,12 +65,33 @@ class LearningSources:
         return cls(load_overlays(overlay_files), load_example_files(example_files), usage=usage, cache=cache)
 
     def __call__(self, tools: Sequence[ToolRecord]) -> tuple[list[ToolRecord], list[Example]]:
-        examples = [*self.file_examples, *(self.usage.examples() if self.usage is not None else ())]
-        generated = self.cache.lookup(tools) if self.cache is not None else None
+        examples = [*self.file_examples, *self._learned()]
+        generated = self._generated(tools)
         expanded = apply_expansions(tools, overlays=self.overlays, examples=examples, generated=generated)
         self._report_unmatched(tools)
         self._report_unknown_examples(tools, examples)
         return expanded, examples
+
+    def _learned(self) -> list[Example]:
+        """Examples learned from use; those read last time while the state store cannot be reached
+        (a Postgres restarting must not stop the catalog from being rebuilt, e.g. after an approval)."""
+        if self.usage is None:
+            return []
+        try:
+            self._last_learned = self.usage.examples()
+        except StateError as exc:
+            logger.warning("learned examples unavailable, using those read before: %s", exc)
+        return self._last_learned
+
+    def _generated(self, tools: Sequence[ToolRecord]) -> dict[str, tuple[str, ...]] | None:
+        if self.cache is None:
+            return None
+        try:
+            self._last_generated = self.cache.lookup(tools)
+        except StateError as exc:
+            logger.warning("generated phrases unavailable, using those read before: %s", exc)
+        wanted = {tool.fingerprint for tool in tools}
+        return {key: phrases for key, phrases in self._last_generated.items() if key in wanted}
 
     def _report_unknown_examples(self, tools: Sequence[ToolRecord], examples: Sequence[Example]) -> None:
         """Example ids that match no tool of a server that is up: said once per id. An id of a
@@ -88,6 +116,25 @@ class LearningSources:
             if tools and (source, pattern) not in self._reported:
                 self._reported.add((source, pattern))
                 logger.info("overlay %s: '%s' matches no tool of the catalog (yet)", source, pattern)
+
+    async def follow_changes(self, rebuild: Callable[[], None], interval: float) -> None:
+        """Call `rebuild` whenever learned examples or generated phrases changed in the state store
+        (learned here, or by another gateway sharing it), at most once per `interval` seconds, forever.
+
+        Each call costs an index build, hence an interval of tens of seconds rather than one."""
+        seen = await anyio.to_thread.run_sync(self._revisions)
+        while True:
+            await anyio.sleep(interval)
+            revisions = await anyio.to_thread.run_sync(self._revisions)
+            if revisions != seen and revisions is not None:
+                seen = revisions
+                rebuild()
+
+    def _revisions(self) -> tuple[int, ...] | None:
+        try:
+            return tuple(store.revision() for store in (self.usage, self.cache) if store is not None)
+        except StateError:
+            return None  # unreachable for now: nothing to rebuild from
 
     def close(self) -> None:
         for store in (self.usage, self.cache):

@@ -1,78 +1,100 @@
-"""Where the learning stores live on disk, and the one place their SQLite files are opened."""
+"""Where what toolscout learns is kept: the state store (`toolscout.state`), shared by replicas.
+
+Learned examples and generated phrases are tables of the state store: by default the SQLite file
+every local process shares, or the Postgres of a deployment's replicas (`--state`), so that what
+one replica learns, every replica searches with. Earlier versions kept them in SQLite files of
+their own in the data directory (`usage.sqlite3`, `expansions.sqlite3`); such a file is imported
+into the store the first time a store opens, then renamed `<name>.imported` (an interrupted import
+runs again: rows already there are kept, never counted twice).
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Self
 
 import platformdirs
 
-from toolscout.errors import ConfigError
-from toolscout.state_files import open_or_set_aside, private_file
+from toolscout.errors import StateError
+from toolscout.state import StateStore, open_state
+from toolscout.state_files import set_aside
 
-__all__ = ["DATA_DIR_ENV", "SqliteStore", "data_dir", "open_database"]
+__all__ = ["DATA_DIR_ENV", "LearningStore", "data_dir", "import_legacy_file"]
+
+logger = logging.getLogger(__name__)
 
 # Overrides the per-user data directory (tests, portable installs, several profiles side by side).
 DATA_DIR_ENV = "TOOLSCOUT_DATA_DIR"
 
 
 def data_dir() -> Path:
-    """The directory learned examples and generated expansions are kept in (created on first use)."""
+    """The directory of the files toolscout keeps per user beside the state store (catalog and status files)."""
     override = os.environ.get(DATA_DIR_ENV)
     if override:
         return Path(override).expanduser()
     return platformdirs.user_data_path("toolscout", appauthor=False)
 
 
-def open_database(path: Path, schema: str) -> sqlite3.Connection:
-    """Open (creating if needed) the SQLite file at `path` and apply `schema` (idempotent DDL).
-
-    The connection may be used from the gateway's worker threads, so callers serialise access
-    themselves; the busy timeout lets a CLI command and a running server share the file. The file
-    is created private (0600: it holds users' queries); a damaged one is set aside and started
-    afresh (`toolscout.state_files`).
-    """
-
-    def connect() -> sqlite3.Connection:
-        connection = sqlite3.connect(private_file(path), timeout=5.0, check_same_thread=False)
-        try:
-            # WAL: a CLI command can read while the server writes; NORMAL sync is safe under WAL and
-            # keeps a write (one per successful tool call) from waiting on an fsync.
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=NORMAL")
-            connection.executescript(schema)
-            connection.execute("PRAGMA quick_check").fetchall()
-        except sqlite3.Error:
-            connection.close()
-            raise
-        return connection
-
+def import_legacy_file(state: StateStore, path: Path, table: str, columns: Sequence[str], kind: str) -> int:
+    """Copy the rows of `table` in the SQLite file `path` (an earlier version's store) into the same
+    table of `state`, keeping rows already there; then rename the file `<name>.imported`.
+    Returns how many rows were read (0 when there is no file). A damaged file is set aside."""
+    if not path.is_file():
+        return 0
+    names = ", ".join(columns)
     try:
-        connection = open_or_set_aside(path, connect)
-    except (OSError, sqlite3.Error) as exc:
-        raise ConfigError(
-            f"cannot open the store {path}: {exc}; choose another path or set {DATA_DIR_ENV}"
-        ) from exc
-    return connection
+        legacy = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+        try:
+            rows = legacy.execute(f"SELECT {names} FROM {table}").fetchall()
+        finally:
+            legacy.close()
+    except sqlite3.OperationalError as exc:
+        logger.warning("cannot import %s into the state store now (%s); trying again at the next start", path, exc)
+        return 0
+    except sqlite3.DatabaseError as exc:
+        set_aside(path, str(exc))
+        return 0
+    marks = ", ".join("?" * len(columns))
+    with state.sql(kind) as sql:
+        sql.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks}) ON CONFLICT DO NOTHING", rows)
+        sql.changed = bool(rows)
+    imported = path.with_name(path.name + ".imported")
+    path.replace(imported)
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    logger.info("imported %d row(s) of %s into the state store %s; the file is now %s",
+                len(rows), path.name, state.location, imported.name)
+    return len(rows)
 
 
-class SqliteStore:
-    """Base of the learning stores: one SQLite file, one lock serialising access to it."""
+class LearningStore:
+    """Base of the learning stores: tables of the state store at `location` (None: the default)."""
 
-    def __init__(self, path: Path, schema: str, clock: Callable[[], float] = time.time) -> None:
-        self.path = Path(path)
+    # The state store's kind whose revision changes when the table does (replicas poll it).
+    KIND = ""
+
+    def __init__(self, location: str | Path | None, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
-        self._lock = threading.Lock()
-        self._db = open_database(self.path, schema)
+        self.state = open_state(location)
+        self.location = self.state.location
+
+    def _import(self, path: Path, table: str, columns: Sequence[str]) -> None:
+        try:
+            import_legacy_file(self.state, path, table, columns, self.KIND)
+        except (StateError, OSError) as exc:
+            logger.warning("cannot import %s into the state store now (%s); trying again at the next start", path, exc)
+
+    def revision(self) -> int:
+        """Changes whenever any process changed this store's table."""
+        return self.state.revision(self.KIND)
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self.state.close()
 
     def __enter__(self) -> Self:
         return self

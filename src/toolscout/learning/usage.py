@@ -3,14 +3,13 @@
 When, in one session, `execute_tool` succeeds on a tool that a recent `search_tools` call returned,
 that (query, tool) pair is evidence of what the tool is for in the user's own words, if the search
 itself would have put the tool near the top (`UsageTracker` says exactly what counts). The tracker
-links the two events; the store keeps the pairs in a SQLite file in the user data directory
-(bounded, deduplicated, never sent anywhere). `UsageStore.examples()` feeds the next index build.
+links the two events; the store keeps the pairs in the state store (bounded, deduplicated, sent
+nowhere but the deployment's own Postgres when replicas share one). `UsageStore.examples()` feeds the next index build.
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 import time
 from collections import OrderedDict, deque
@@ -20,7 +19,8 @@ from pathlib import Path
 
 from toolscout.learning.examples import Example
 from toolscout.learning.phrases import MAX_PHRASE_CHARS, clean_phrase, phrase_key
-from toolscout.learning.storage import SqliteStore, data_dir
+from toolscout.errors import StateError
+from toolscout.learning.storage import LearningStore, data_dir
 
 __all__ = [
     "EVIDENCE_RANK",
@@ -41,23 +41,12 @@ MAX_ROWS = 10_000
 # A tool counts as found by a query only when the unfiltered search ranks it this high.
 EVIDENCE_RANK = 5
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS usage (
-    query_key  TEXT NOT NULL,
-    tool_id    TEXT NOT NULL,
-    query      TEXT NOT NULL,
-    server     TEXT NOT NULL DEFAULT '',
-    count      INTEGER NOT NULL DEFAULT 1,
-    first_seen REAL NOT NULL,
-    last_seen  REAL NOT NULL,
-    PRIMARY KEY (query_key, tool_id)
-);
-CREATE INDEX IF NOT EXISTS usage_last_seen ON usage (last_seen);
-"""
 _COLUMNS = "query, tool_id, server, count, first_seen, last_seen"
+_ALL_COLUMNS = ("query_key", "tool_id", "query", "server", "count", "first_seen", "last_seen")
 
 
 def default_usage_path() -> Path:
+    """Where an earlier version kept learned examples (imported into the state store on first start)."""
     return data_dir() / USAGE_FILE
 
 
@@ -81,18 +70,22 @@ class UsageEntry:
     last_seen: float
 
 
-class UsageStore(SqliteStore):
-    """A bounded SQLite table of learned (query, tool) pairs; oldest (by last use) evicted first."""
+class UsageStore(LearningStore):
+    """A bounded table of learned (query, tool) pairs in the state store at `location` (None: the
+    default; a SQLite file or `postgresql://...`); least recently used evicted first."""
+
+    KIND = "usage"
 
     def __init__(
         self,
-        path: Path | None = None,
+        location: str | Path | None = None,
         *,
         max_rows: int = MAX_ROWS,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        super().__init__(path or default_usage_path(), _SCHEMA, clock)
+        super().__init__(location, clock)
         self.max_rows = max_rows
+        self._import(default_usage_path(), "usage", _ALL_COLUMNS)
 
     def record(self, query: str, tool_id: str, server: str = "") -> None:
         """Count one observation of `tool_id` serving `query` (same normalised query: count + 1)."""
@@ -100,27 +93,31 @@ class UsageStore(SqliteStore):
         if not text:
             return
         now = self._clock()
-        with self._lock, self._db:
-            self._db.execute(
+        with self.state.sql(self.KIND) as sql:
+            sql.execute(
                 "INSERT INTO usage (query_key, tool_id, query, server, count, first_seen, last_seen)"
                 " VALUES (?, ?, ?, ?, 1, ?, ?)"
-                " ON CONFLICT (query_key, tool_id) DO UPDATE SET count = count + 1,"
+                " ON CONFLICT (query_key, tool_id) DO UPDATE SET count = usage.count + 1,"
                 " query = excluded.query, server = excluded.server, last_seen = excluded.last_seen",
                 (phrase_key(text), tool_id, text, server, now, now),
             )
-            self._db.execute(
-                "DELETE FROM usage WHERE rowid IN (SELECT rowid FROM usage"
-                " ORDER BY last_seen ASC, rowid ASC"
-                " LIMIT max(0, (SELECT count(*) FROM usage) - ?))",
-                (self.max_rows,),
-            )
+            excess = int(sql.execute("SELECT count(*) FROM usage").fetchone()[0]) - self.max_rows
+            if excess > 0:
+                sql.execute(
+                    "DELETE FROM usage WHERE (query_key, tool_id) IN (SELECT query_key, tool_id FROM usage"
+                    " ORDER BY last_seen ASC, first_seen ASC, query_key, tool_id LIMIT ?)",
+                    (excess,),
+                )
+            sql.changed = True
 
     def withdraw(self, query: str, tool_id: str) -> None:
         """Take back one observation of `tool_id` serving `query` (the agent corrected it)."""
         key = phrase_key(_bounded_query(query))
-        with self._lock, self._db:
-            self._db.execute("UPDATE usage SET count = count - 1 WHERE query_key = ? AND tool_id = ?", (key, tool_id))
-            self._db.execute("DELETE FROM usage WHERE query_key = ? AND tool_id = ? AND count <= 0", (key, tool_id))
+        with self.state.sql(self.KIND) as sql:
+            sql.changed = sql.execute(
+                "UPDATE usage SET count = count - 1 WHERE query_key = ? AND tool_id = ?", (key, tool_id)
+            ).rowcount > 0
+            sql.execute("DELETE FROM usage WHERE query_key = ? AND tool_id = ? AND count <= 0", (key, tool_id))
 
     def _where(self, tool_id: str | None, older_than: float | None) -> tuple[str, list[object]]:
         clauses, params = [], []
@@ -135,17 +132,16 @@ class UsageStore(SqliteStore):
     def entries(self, *, tool_id: str | None = None, older_than: float | None = None) -> list[UsageEntry]:
         """Stored pairs, most recently used first; filtered by tool and/or last use before a time."""
         where, params = self._where(tool_id, older_than)
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM usage{where} ORDER BY last_seen DESC, query_key, tool_id",
-                params,
+        with self.state.sql(self.KIND) as sql:
+            rows = sql.execute(
+                f"SELECT {_COLUMNS} FROM usage{where} ORDER BY last_seen DESC, query_key, tool_id", params
             ).fetchall()
         return [UsageEntry(*row) for row in rows]
 
     def examples(self) -> list[Example]:
         """One example per distinct query, its tools most-used first; most-used queries first."""
-        with self._lock:
-            rows = self._db.execute(
+        with self.state.sql(self.KIND) as sql:
+            rows = sql.execute(
                 "SELECT query_key, query, tool_id, count, last_seen FROM usage"
                 " ORDER BY query_key, count DESC, last_seen DESC, tool_id"
             ).fetchall()
@@ -164,12 +160,16 @@ class UsageStore(SqliteStore):
         if tool_id is None and older_than is None:
             raise ValueError("prune needs a tool id or a cut-off time; use clear() to delete all")
         where, params = self._where(tool_id, older_than)
-        with self._lock, self._db:
-            return self._db.execute(f"DELETE FROM usage{where}", params).rowcount
+        with self.state.sql(self.KIND) as sql:
+            removed = int(sql.execute(f"DELETE FROM usage{where}", params).rowcount)
+            sql.changed = removed > 0
+        return removed
 
     def clear(self) -> int:
-        with self._lock, self._db:
-            return self._db.execute("DELETE FROM usage").rowcount
+        with self.state.sql(self.KIND) as sql:
+            removed = int(sql.execute("DELETE FROM usage").rowcount)
+            sql.changed = removed > 0
+        return removed
 
 
 @dataclass
@@ -306,8 +306,8 @@ class UsageTracker:
             if not evidence.ranked_high and (ranks_high is None or not ranks_high(evidence.query, evidence.tool_id)):
                 return False
             self.store.record(evidence.query, evidence.tool_id, evidence.server)
-        except sqlite3.Error as exc:
-            # Learning is best effort; a full disk must never fail the agent's tool call.
-            logger.warning("could not record tool usage in %s: %s", self.store.path, exc)
+        except StateError as exc:
+            # Learning is best effort; a full disk or a lost database must never fail the agent's tool call.
+            logger.warning("could not record tool usage in %s: %s", self.store.location, exc)
             return False
         return True

@@ -38,6 +38,8 @@ import re
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -62,6 +64,9 @@ from toolscout.search.ranker import RANKER_SIGNALS, Candidates, LearnedRanker
 from toolscout.search.rerank import Reranker, reranked
 from toolscout.search.sentences import add_best_part, mean_direction, request_parts
 from toolscout.search.settings import LEARNED_SIGNALS, SearchSettings, parse_weights
+
+if TYPE_CHECKING:
+    from toolscout.index.tfidf import FitStore
 
 __all__ = ["PENDING_NOTICE", "SignalRankings", "ToolSearch"]
 
@@ -147,6 +152,7 @@ class ToolSearch:
         self._embedder = Embedder(self.settings, encoder) if wants_model else None
         self._reranker = None if self.settings.rerank_disabled else Reranker(self.settings)
         self._fusion = Fusion(self.settings)
+        self._fits: FitStore | None = None
 
     @property
     def tools(self) -> tuple[ToolRecord, ...]:
@@ -193,8 +199,9 @@ class ToolSearch:
             merged = [
                 [*names[i], *(t for docs in token_docs.values() for t in docs[i])] for i in range(len(tools))
             ]
-            # Kept next to the embeddings: the same catalog indexed again reads its fit back.
-            retrievers["tfidf"] = TfidfRetriever(merged, store=settings.resolved_cache_dir / "tfidf")
+            # Kept next to the embeddings (shared by replicas, like them): the same catalog indexed
+            # again reads its fit back.
+            retrievers["tfidf"] = TfidfRetriever(merged, store=self._fit_store())
         dense_texts = tuple(dense_document(t) for t in tools) if self._dense_on else ()
         intent_examples = IntentExamples()
         if self._intent_on:
@@ -215,6 +222,21 @@ class ToolSearch:
             snapshot = self._embedded(snapshot, self._embedder.cached_matrix) or snapshot
         with self._swap:
             self._snapshot = snapshot
+
+    def _fit_store(self) -> FitStore | Path:
+        """Where TF-IDF fits are kept: the Postgres replicas share when there is one, else the
+        machine's cache folder (also when that Postgres cannot be reached at first)."""
+        folder = self.settings.resolved_cache_dir / "tfidf"
+        if self.settings.shared_vectors and self._fits is None:
+            from toolscout.errors import StateError
+            from toolscout.state.fits import SharedFits
+
+            try:
+                self._fits = SharedFits(self.settings.shared_vectors)
+            except StateError as exc:
+                log.warning("shared TF-IDF fits unavailable (%s); kept on this machine", exc)
+                return folder
+        return self._fits if self._fits is not None else folder
 
     def complete(self, progress: ProgressCallback | None = None) -> None:
         """Embed the latest catalog (cached vectors are reused); safe to call from a worker thread."""

@@ -95,8 +95,8 @@ class SearchSettings:
     # Where embeddings, fitted TF-IDF indexes and the exported ONNX model are cached; None means the
     # user cache dir.
     cache_dir: Path | None = None
-    # A postgresql:// state store whose embeddings every replica shares (`toolscout.state.vectors`);
-    # None: embeddings are cached per machine, in cache_dir.
+    # A postgresql:// state store whose embeddings and TF-IDF fits every replica shares
+    # (`toolscout.state.vectors`, `toolscout.state.fits`); None: both are cached per machine, in cache_dir.
     shared_vectors: str | None = None
     # How many tools each signal hands to fusion, at least (4 x limit when that is more).
     candidates: int = 50

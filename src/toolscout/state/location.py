@@ -10,7 +10,7 @@ import platformdirs
 
 from toolscout.state.store import StateStore
 
-__all__ = ["STATE_ENV", "STATE_FILE", "default_state_location", "is_postgres", "open_state"]
+__all__ = ["STATE_ENV", "STATE_FILE", "default_state_location", "is_postgres", "open_state", "state_exists"]
 
 STATE_ENV = "TOOLSCOUT_STATE"
 STATE_FILE = "state.sqlite3"
@@ -25,6 +25,13 @@ def default_state_location() -> str:
 
 def is_postgres(location: str) -> bool:
     return location.startswith(("postgresql://", "postgres://"))
+
+
+def state_exists(location: str | Path | None = None) -> bool:
+    """Whether the store at `location` may hold something: a Postgres always, a SQLite file once created.
+    Read-only commands look before opening, so as not to create an empty store."""
+    where = str(location) if location is not None else default_state_location()
+    return is_postgres(where) or Path(where).expanduser().exists()
 
 
 def open_state(location: str | Path | None = None) -> StateStore:

@@ -14,7 +14,15 @@ from contextlib import contextmanager
 from typing import Any
 
 from toolscout.errors import ConfigError, StateUnavailable
-from toolscout.state.store import MIGRATIONS, SqlRecords, check_schema_version, read_revision
+from toolscout.state.store import (
+    MIGRATIONS,
+    Sql,
+    SqlRecords,
+    check_schema_version,
+    read_revision,
+    records_in,
+    statements_in,
+)
 
 __all__ = ["POSTGRES_EXTRA", "PostgresStateStore", "shown_location"]
 
@@ -99,13 +107,21 @@ class PostgresStateStore:
             yield cursor
 
     @contextmanager
-    def transaction(self, kind: str) -> Iterator[SqlRecords]:
+    def _locked(self, kind: str) -> Iterator[Any]:
+        """A cursor in a transaction holding the advisory lock of `kind`."""
         with self._lock, self._open_transaction() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_SPACE, kind))
-            records = SqlRecords(cursor, kind, "%s")
+            yield cursor
+
+    @contextmanager
+    def transaction(self, kind: str) -> Iterator[SqlRecords]:
+        with self._locked(kind) as cursor, records_in(cursor, kind, "%s") as records:
             yield records
-            if records.changed:
-                records.bump_revision()
+
+    @contextmanager
+    def sql(self, kind: str) -> Iterator[Sql]:
+        with self._locked(kind) as cursor, statements_in(cursor, kind, "%s") as statements:
+            yield statements
 
     def revision(self, kind: str) -> int:
         with self._lock:

@@ -16,7 +16,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from toolscout.errors import StateError, StateUnavailable
-from toolscout.state.store import MIGRATIONS, SqlRecords, check_schema_version, read_revision
+from toolscout.state.store import (
+    MIGRATIONS,
+    Sql,
+    SqlRecords,
+    check_schema_version,
+    read_revision,
+    records_in,
+    statements_in,
+)
 
 __all__ = ["SqliteStateStore"]
 
@@ -81,21 +89,32 @@ class SqliteStateStore:
                 raise
 
     @contextmanager
-    def transaction(self, kind: str) -> Iterator[SqlRecords]:
+    def _begin(self) -> Iterator[sqlite3.Cursor]:
+        """A cursor in a transaction holding the database's write lock, committed if the block ends well."""
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
                 raise StateUnavailable(f"the state store {self.location} is busy or unreadable: {exc}") from exc
             try:
-                records = SqlRecords(self._db.cursor(), kind, "?")
-                yield records
-                if records.changed:
-                    records.bump_revision()
+                yield self._db.cursor()
                 self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._db.execute("ROLLBACK")
+                raise StateUnavailable(f"cannot write the state store {self.location}: {exc}") from exc
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+
+    @contextmanager
+    def transaction(self, kind: str) -> Iterator[SqlRecords]:
+        with self._begin() as cursor, records_in(cursor, kind, "?") as records:
+            yield records
+
+    @contextmanager
+    def sql(self, kind: str) -> Iterator[Sql]:
+        with self._begin() as cursor, statements_in(cursor, kind, "?") as statements:
+            yield statements
 
     def revision(self, kind: str) -> int:
         with self._lock:

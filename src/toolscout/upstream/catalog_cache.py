@@ -2,15 +2,18 @@
 in about a second instead of starting every upstream again (12-16 s on the bundled registry).
 
 Every gateway that connects to the upstreams (`toolscout serve` while it runs; `search` and `tools`
-with `--refresh`, or when nothing is cached yet) writes what it sees after each change: one JSON
-file per set of registries in `<data dir>/catalogs/`, holding each upstream's status and the tools
-it listed, and when that was seen. An upstream still starting keeps what was seen of it before.
+with `--refresh`, or when nothing is cached yet) writes what it sees after each change: one record
+of kind "catalogs" in the state store per set of registries (`toolscout.state`, so replicas sharing
+a Postgres share it too), holding each upstream's status and the tools it listed, and when that was
+seen; written in one transaction, so a reader never sees half of one. Earlier versions kept a JSON
+file per set of registries in `<data dir>/catalogs/`; such a file is read (and moved into the store)
+when the store has no record yet. An upstream still starting keeps what was seen of it before.
 A file written for other registry contents (a server added, a command or URL changed) is not used.
 Tools are kept as listed, before any screen: the reader screens and enriches them as a gateway
 does, so it answers as `serve` would.
 
-    save_catalog(registries, specs, listed, statuses)     # a gateway, after each change
-    seen = load_catalog(registries, specs)                  # None: nothing usable; connect instead
+    save_catalog(registries, specs, listed, statuses, state=location)     # a gateway, after each change
+    seen = load_catalog(registries, specs, state=location)   # None: nothing usable; connect instead
     seen.catalog, seen.statuses, seen.age()
 """
 
@@ -27,10 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from toolscout.catalog import Catalog, ToolRecord
+from toolscout.errors import StateError
 from toolscout.learning.storage import data_dir
 from toolscout.naming import NameMap
 from toolscout.registry.loading import ServerSpec
-from toolscout.upstream.published import registry_key, write_private_json
+from toolscout.state import Records, open_state
+from toolscout.upstream.published import registry_key
 from toolscout.upstream.status import State, UpstreamStatus
 
 __all__ = ["SeenCatalog", "catalogs_dir", "load_catalog", "save_catalog"]
@@ -41,6 +46,7 @@ _VERSION = 1
 
 
 def catalogs_dir() -> Path:
+    """Where earlier versions kept cached catalogs (read once, then moved into the state store)."""
     return data_dir() / "catalogs"
 
 
@@ -58,9 +64,11 @@ class SeenCatalog:
         return max(0.0, (time.time() if now is None else now) - self.seen_at)
 
 
-def _path(registries: Sequence[Path | str], directory: Path | None) -> Path:
-    key = hashlib.sha256(json.dumps(registry_key(registries)).encode()).hexdigest()[:16]
-    return (directory or catalogs_dir()) / f"{key}.json"
+_KIND = "catalogs"
+
+
+def _key(registries: Sequence[Path | str]) -> str:
+    return hashlib.sha256(json.dumps(registry_key(registries)).encode()).hexdigest()[:16]
 
 
 def _specs_key(specs: Sequence[ServerSpec]) -> str:
@@ -79,37 +87,52 @@ def save_catalog(
     listed: Catalog,
     statuses: Sequence[UpstreamStatus],
     *,
-    directory: Path | None = None,
+    state: str | None = None,
 ) -> bool:
-    """Record what a gateway sees now; False (logged) if the file cannot be written.
+    """Record what a gateway sees now in the state store at `state` (None: the default); False
+    (logged) if it cannot be written.
 
     An upstream still starting keeps the tools and status seen of it before, if any.
     """
-    path = _path(registries, directory)
     spec_key = _specs_key(specs)
-    previous = _read(path, registries, spec_key) or {}
-    now = time.time()
-    upstreams: dict[str, Any] = {}
-    for status in statuses:
-        if status.state is State.STARTING and status.name in previous:
-            upstreams[status.name] = previous[status.name]
-            continue
-        tools = [_record_row(tool) for tool in listed.tools if tool.server == status.name]
-        upstreams[status.name] = {"seen_at": now, "status": _status_row(status), "tools": tools}
-    data = {"version": _VERSION, "registries": registry_key(registries), "specs": spec_key, "upstreams": upstreams}
     try:
-        write_private_json(path, data)
-    except OSError as exc:
-        logger.warning("cannot keep the catalog for the command line in %s: %s", path, exc)
+        store = open_state(state)
+        try:
+            with store.transaction(_KIND) as records:
+                previous = _read(records, registries, spec_key) or {}
+                now = time.time()
+                upstreams: dict[str, Any] = {}
+                for status in statuses:
+                    if status.state is State.STARTING and status.name in previous:
+                        upstreams[status.name] = previous[status.name]
+                        continue
+                    tools = [_record_row(tool) for tool in listed.tools if tool.server == status.name]
+                    upstreams[status.name] = {"seen_at": now, "status": _status_row(status), "tools": tools}
+                records.put(_key(registries), {
+                    "version": _VERSION, "registries": registry_key(registries), "specs": spec_key, "upstreams": upstreams,
+                })
+        finally:
+            store.close()
+    except StateError as exc:
+        logger.warning("cannot keep the catalog for the command line: %s", exc)
         return False
     return True
 
 
 def load_catalog(
-    registries: Sequence[Path | str], specs: Sequence[ServerSpec], *, directory: Path | None = None
+    registries: Sequence[Path | str], specs: Sequence[ServerSpec], *, state: str | None = None
 ) -> SeenCatalog | None:
     """The catalog last seen over these registries as they are now; None if there is none (or broken)."""
-    upstreams = _read(_path(registries, directory), registries, _specs_key(specs))
+    try:
+        store = open_state(state)
+        try:
+            with store.transaction(_KIND) as records:
+                upstreams = _read(records, registries, _specs_key(specs))
+        finally:
+            store.close()
+    except StateError as exc:
+        logger.info("cannot read the cached catalog (%s); connecting instead", exc)
+        return None
     if not upstreams:
         return None
     try:
@@ -126,14 +149,13 @@ def load_catalog(
     return SeenCatalog(seen_at=seen_at, statuses=statuses, catalog=Catalog.of(tools))
 
 
-def _read(path: Path, registries: Sequence[Path | str], spec_key: str) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        logger.info("cannot read the cached catalog %s (%s); connecting instead", path, exc)
-        return None
+def _read(records: Records, registries: Sequence[Path | str], spec_key: str) -> dict[str, Any] | None:
+    key = _key(registries)
+    data = records.get(key)
+    if data is None:
+        data = _legacy(key)
+        if data is not None:
+            records.put(key, data)
     if (
         not isinstance(data, dict)
         or data.get("version") != _VERSION
@@ -143,6 +165,20 @@ def _read(path: Path, registries: Sequence[Path | str], spec_key: str) -> dict[s
     ):
         return None
     return data["upstreams"]
+
+
+def _legacy(key: str) -> Any:
+    """The catalog file an earlier version kept for these registries, moved aside once read; None if none."""
+    path = catalogs_dir() / f"{key}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        path.replace(path.with_name(path.name + ".imported"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        logger.info("cannot read the cached catalog %s of an earlier version (%s)", path, exc)
+        return None
+    return data
 
 
 def _record_row(tool: ToolRecord) -> dict[str, Any]:

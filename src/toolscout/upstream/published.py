@@ -11,6 +11,10 @@ in `<data dir>/gateways/`, rewritten whenever a status changes and removed when 
     ...
     for gateway in running_gateways(registries):
         gateway.upstreams["broken"]["reason"]   # '... (gave up after 6 failed attempts)'
+
+Replicas on other machines cannot be seen through files: with a `ReplicaBoard` (replicas sharing a
+Postgres state store) each gateway also keeps its account, with a heartbeat, in the store, and
+`running_gateways(..., board=board)` adds the live replicas of other hosts.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from typing import Any
 
 import anyio
 
+from toolscout.errors import StateError
 from toolscout.learning.storage import data_dir
+from toolscout.state.replicas import BEAT_INTERVAL, ReplicaBoard
 from toolscout.upstream.status import UpstreamStatus
 
 __all__ = [
@@ -58,6 +64,8 @@ class PublishedGateway:
     transport: str
     started_at: float
     upstreams: dict[str, dict[str, Any]]
+    # Another machine's replica, seen through the state store; "" for a gateway of this machine.
+    host: str = ""
 
 
 def status_file(directory: Path | None = None) -> Path:
@@ -79,32 +87,62 @@ async def publish_statuses(
     transport: str,
     *,
     directory: Path | None = None,
+    board: ReplicaBoard | None = None,
 ) -> None:
-    """Keep this process's status file current until cancelled, then remove it.
+    """Keep this process's status file (and its record on `board`) current until cancelled, then
+    remove them.
 
     Publishing is a courtesy to the person running `toolscout tools`: if the file cannot be
-    written, the gateway logs why once and goes on serving.
+    written, the gateway logs why once and goes on serving; a board that cannot be reached is
+    tried again at the next beat.
     """
     path = status_file(directory)
     header = {"pid": os.getpid(), "transport": transport, "started_at": time.time(), "registries": registry_key(registries)}
     written: list[dict[str, Any]] | None = None
+    file_ok = True
+    beaten: tuple[list[dict[str, Any]], float] | None = None
     try:
         while True:
             current = [_status_row(status) for status in statuses()]
-            if current != written:
-                if not _write(path, {**header, "upstreams": current}):
-                    return
+            if file_ok and current != written:
+                file_ok = _write(path, {**header, "upstreams": current})
                 written = current
+            if board is not None and (beaten is None or beaten[0] != current or time.time() - beaten[1] >= BEAT_INTERVAL):
+                if await anyio.to_thread.run_sync(_beat, board, {**header, "upstreams": current}):
+                    beaten = (current, time.time())
             await anyio.sleep(_PUBLISH_INTERVAL)
     finally:
         path.unlink(missing_ok=True)
+        if board is not None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_leave, board)
 
 
-def running_gateways(registries: Sequence[Path | str], *, directory: Path | None = None) -> list[PublishedGateway]:
-    """The gateways running now over exactly these registries, oldest first.
+def _beat(board: ReplicaBoard, entry: dict[str, Any]) -> bool:
+    try:
+        board.beat(entry)
+    except StateError as exc:
+        logger.debug("cannot publish upstream statuses to the state store now: %s", exc)
+        return False
+    return True
+
+
+def _leave(board: ReplicaBoard) -> None:
+    try:
+        board.leave()
+    except StateError as exc:
+        logger.debug("cannot remove this replica from the state store (it expires by itself): %s", exc)
+
+
+def running_gateways(
+    registries: Sequence[Path | str], *, directory: Path | None = None, board: ReplicaBoard | None = None
+) -> list[PublishedGateway]:
+    """The gateways running now over exactly these registries, oldest first: this machine's, from
+    their status files, and with `board` the replicas of other hosts sharing the state store.
 
     Files left by gateways that died without cleaning up (killed, machine restarted) are ignored
-    and removed.
+    and removed; so are the records of replicas that stopped beating. StateError if `board`'s
+    store cannot be reached.
     """
     wanted = registry_key(registries)
     found = []
@@ -119,9 +157,24 @@ def running_gateways(registries: Sequence[Path | str], *, directory: Path | None
             continue
         if data.get("registries") != wanted or pid == os.getpid():
             continue
-        upstreams = {row["name"]: row for row in data.get("upstreams", []) if isinstance(row, dict) and "name" in row}
-        found.append(PublishedGateway(pid, str(data.get("transport", "?")), float(data.get("started_at", 0)), upstreams))
+        found.append(_published(data))
+    if board is not None:
+        local = {gateway.pid for gateway in found} | {os.getpid()}
+        for entry in board.live(wanted):
+            host, pid = str(entry.get("host", "?")), int(entry.get("pid", 0))
+            # A gateway of this machine is known from its file already; one that died is not shown
+            # while its last beat ages (its process is known to be gone).
+            if host == board.host and (pid in local or not _alive(pid)):
+                continue
+            found.append(_published(entry, host))
     return sorted(found, key=lambda gateway: gateway.started_at)
+
+
+def _published(data: dict[str, Any], host: str = "") -> PublishedGateway:
+    upstreams = {row["name"]: row for row in data.get("upstreams", []) if isinstance(row, dict) and "name" in row}
+    return PublishedGateway(
+        int(data["pid"]), str(data.get("transport", "?")), float(data.get("started_at", 0)), upstreams, str(host)
+    )
 
 
 def _status_row(status: UpstreamStatus) -> dict[str, Any]:
