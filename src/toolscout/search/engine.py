@@ -63,7 +63,7 @@ from toolscout.search.fusion import Fusion, weighted_rrf
 from toolscout.search.ranker import RANKER_SIGNALS, Candidates, LearnedRanker
 from toolscout.search.rerank import Reranker, reranked
 from toolscout.search.sentences import add_best_part, mean_direction, request_parts
-from toolscout.search.settings import LEARNED_SIGNALS, SearchSettings, parse_weights
+from toolscout.search.settings import LEARNED_SIGNALS, SearchSettings
 
 if TYPE_CHECKING:
     from toolscout.index.tfidf import FitStore
