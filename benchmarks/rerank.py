@@ -32,12 +32,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from bundled_top1 import load_tools as load_bundled_tools
 from docs_blocks import machine, revision, update_block
 
 from toolscout.catalog import ToolRecord
 from toolscout.eval import Dataset, Query, build_engine, engine_ranker, evaluate, load_dataset, load_queries, sample_queries
 from toolscout.eval import metrics
+from toolscout.eval.dev_sets import load_bundled_tools
 from toolscout.index.cross_encoder import load_cross_encoder
 from toolscout.index.dense import load_encoder
 from toolscout.index.model_files import BUNDLED_RERANKER_DIR, resolve_model
