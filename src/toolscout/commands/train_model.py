@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-from pathlib import Path
 
 from toolscout.commands._gateway import fail
+from toolscout.commands._training import add_run_options, chosen_sources
 from toolscout.errors import ToolscoutError
 
 __all__ = ["register", "run"]
@@ -21,7 +21,6 @@ logger = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from toolscout.training.data import LICENSED_SOURCES
     from toolscout.training.fit import TrainingPlan
 
     # The shipped model's settings, from one place: the plan's defaults.
@@ -33,26 +32,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Fine-tune all-MiniLM-L6-v2 on request -> tool pairs with in-batch and mined hard "
         "negatives, resumable from checkpoints, and export it for the runtime (int8 ONNX + tokenizer).",
     )
-    parser.add_argument("--data", required=True, type=Path, metavar="DIR",
-                        help="training folder with tools.jsonl and pairs.jsonl (e.g. ../shared/train)")
-    parser.add_argument("--out", required=True, type=Path, metavar="DIR",
-                        help="run folder: prepared pairs, checkpoints, the trained model; re-run to resume")
-    parser.add_argument("--sources", default=",".join(LICENSED_SOURCES),
-                        help="comma-separated training sources (default: those with a stated licence)")
+    add_run_options(parser, shipped, prepared="prepared pairs", exported="model.onnx, tokenizer, card")
     parser.add_argument("--steps", type=int, default=shipped.steps,
                         help=f"optimiser steps (default {shipped.steps})")
-    parser.add_argument("--batch-size", type=int, default=shipped.batch_size,
-                        help=f"pairs per step (default {shipped.batch_size})")
     parser.add_argument("--learning-rate", type=float, default=shipped.learning_rate,
                         help=f"peak learning rate (default {shipped.learning_rate:g})")
     parser.add_argument("--per-tool", type=int, default=shipped.per_tool,
                         help=f"at most this many requests per tool (default {shipped.per_tool})")
-    parser.add_argument("--seed", type=int, default=shipped.seed,
-                        help=f"seed of sampling, mining and training (default {shipped.seed})")
-    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
-                        help="where to train (default cpu; cuda trains in bf16 on a GPU)")
-    parser.add_argument("--export", type=Path, metavar="DIR",
-                        help="also write the runtime files (model.onnx, tokenizer, card) into DIR")
     parser.set_defaults(handler=run)
 
 
@@ -64,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         return fail("train-model", "--steps must be >= 1 and --batch-size >= 2")
     plan = TrainingPlan(
         data=str(args.data.resolve()),
-        sources=tuple(s.strip() for s in args.sources.split(",") if s.strip()),
+        sources=chosen_sources(args),
         steps=args.steps,
         batch_size=args.batch_size,
         learning_rate=args.learning_rate,

@@ -12,6 +12,7 @@ import logging
 from pathlib import Path
 
 from toolscout.commands._gateway import fail
+from toolscout.commands._training import add_run_options, chosen_sources
 from toolscout.errors import ToolscoutError
 
 __all__ = ["register", "run"]
@@ -20,7 +21,6 @@ logger = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from toolscout.training.data import LICENSED_SOURCES
     from toolscout.training.reranker import RerankerPlan
 
     shipped = RerankerPlan(data="")
@@ -31,23 +31,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "request -> tool pairs with the engine's own confusions as negatives, resumable, and export it "
         "for the runtime (int8 ONNX + tokenizer).",
     )
-    parser.add_argument("--data", required=True, type=Path, metavar="DIR",
-                        help="training folder with tools.jsonl and pairs.jsonl (e.g. ../shared/train)")
-    parser.add_argument("--out", required=True, type=Path, metavar="DIR",
-                        help="run folder: prepared rows, checkpoints, the trained model; re-run to resume")
+    add_run_options(parser, shipped, prepared="prepared rows", exported="model.onnx, tokenizer, config")
     parser.add_argument("--embedding-model", required=True, type=Path, metavar="DIR",
                         help="a sentence-transformers folder whose confusions become negatives "
                         "(e.g. train-model's RUN/model)")
-    parser.add_argument("--sources", default=",".join(LICENSED_SOURCES),
-                        help="comma-separated training sources (default: those whose licence allows a shipped model)")
     parser.add_argument("--epochs", type=float, default=shipped.epochs, help=f"passes (default {shipped.epochs:g})")
-    parser.add_argument("--batch-size", type=int, default=shipped.batch_size,
-                        help=f"pairs per step (default {shipped.batch_size})")
-    parser.add_argument("--seed", type=int, default=shipped.seed, help=f"seed (default {shipped.seed})")
-    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
-                        help="where to train (default cpu; cuda trains in bf16 on a GPU)")
-    parser.add_argument("--export", type=Path, metavar="DIR",
-                        help="also write the runtime files (model.onnx, tokenizer, config) into DIR")
     parser.set_defaults(handler=run)
 
 
@@ -62,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
                     "(no modules.json); pass train-model's RUN/model")
     plan = RerankerPlan(
         data=str(args.data.resolve()),
-        sources=tuple(s.strip() for s in args.sources.split(",") if s.strip()),
+        sources=chosen_sources(args),
         epochs=args.epochs,
         batch_size=args.batch_size,
         seed=args.seed,
