@@ -296,8 +296,10 @@ class Upstream:
                 # A missing sign-in is checked first: its HTTP 401 is not a wrong entry, and the
                 # supervisor waits for `toolscout login` instead of retrying.
                 self.needs_sign_in = _is_sign_in_required(exc)
-                if self._was_up or self.needs_sign_in:
-                    reason = describe_failure(exc) if self._was_up else f"failed to start: {describe_failure(exc)}"
+                if self._was_up:
+                    reason = describe_failure(exc)
+                elif self.needs_sign_in:
+                    reason = f"failed to start: {describe_failure(exc)}"
                 else:
                     failure = classify_start_failure(exc, self.spec, http_status=self._http_error_status)
                     reason = f"failed to start: {upstream_error_text(failure.reason)}"
