@@ -45,12 +45,12 @@ from pathlib import Path
 import numpy as np
 
 from toolscout.catalog import ToolRecord
-from toolscout.index.cache import text_hash
 from toolscout.index.embeddings import Embedder
 from toolscout.index.model_files import resolve_model
 from toolscout.index.text import dense_document
 from toolscout.search import ToolSearch
 from toolscout.search.settings import SearchSettings
+from toolscout.state.vectors import text_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "train"
@@ -125,11 +125,12 @@ def peak_rss_mib() -> float:
 def second_replica(
     tools: list[ToolRecord], settings: SearchSettings, searches: list[str], url: str, *, seeded: bool
 ) -> list[tuple[str, str]]:
-    from toolscout.state.vectors import SharedEmbeddingCache
+    from toolscout.state.postgres import PostgresStateStore
+    from toolscout.state.vectors import StoredEmbeddings
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="toolscout-replica-") as cache:
-        shared = SharedEmbeddingCache(url)
+        shared = StoredEmbeddings(PostgresStateStore(url))
         first = Embedder(settings)
         encoder = first.encoder()
         assert encoder is not None

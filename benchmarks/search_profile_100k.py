@@ -34,12 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale_100k import catalog, latency, peak_rss_mib, queries  # noqa: E402
 
 from toolscout.index import dense  # noqa: E402
-from toolscout.index.cache import EmbeddingCache, text_hash  # noqa: E402
-from toolscout.index.embeddings import CACHE_FILE, Embedder  # noqa: E402
+from toolscout.index.embeddings import Embedder  # noqa: E402
 from toolscout.index.model_files import resolve_model  # noqa: E402
 from toolscout.index.text import dense_document  # noqa: E402
 from toolscout.search import ToolSearch  # noqa: E402
 from toolscout.search.settings import SearchSettings  # noqa: E402
+from toolscout.state.content import open_content_store  # noqa: E402
+from toolscout.state.vectors import StoredEmbeddings, text_hash  # noqa: E402
 
 
 def seed_vectors(settings: SearchSettings, texts: list[str]) -> None:
@@ -48,7 +49,7 @@ def seed_vectors(settings: SearchSettings, texts: list[str]) -> None:
     encoder = embedder.encoder()
     location = resolve_model(settings.model)
     assert encoder is not None and location is not None
-    cache = EmbeddingCache(settings.resolved_cache_dir / CACHE_FILE)
+    cache = StoredEmbeddings(open_content_store(None, settings.resolved_cache_dir))
     generator = np.random.default_rng(7)
     dimension = encoder.encode(["a probe"]).shape[1]
     hashes = [text_hash(text) for text in texts]

@@ -4,8 +4,9 @@ import numpy as np
 
 from support.fake_encoder import HashingEncoder
 from toolscout.catalog import ToolRecord
-from toolscout.index.cache import EmbeddingCache
 from toolscout.search import SearchSettings, ToolSearch
+from toolscout.state.content import open_content_store
+from toolscout.state.vectors import StoredEmbeddings
 
 CATALOG = [
     ToolRecord(id=f"srv__tool_{i}", name=f"tool_{i}", server="srv", description=f"Does thing number {i}.")
@@ -23,10 +24,27 @@ def build(tmp_path, tools) -> HashingEncoder:
 
 
 def test_vectors_round_trip_through_the_cache_per_model(tmp_path):
-    cache = EmbeddingCache(tmp_path / "e.sqlite3")
+    cache = StoredEmbeddings(open_content_store(None, tmp_path))
     cache.put("m1", {"h": np.array([0.5, 0.25], dtype=np.float32)})
+    cache.put("m1", {"h": np.array([9.0, 9.0], dtype=np.float32)})  # same text, same model: kept once
     assert cache.get("m1", ["h", "missing"])["h"].tolist() == [0.5, 0.25]
     assert cache.get("m2", ["h"]) == {}
+    cache.remember_model("bundled onnx", "model-a")
+    assert StoredEmbeddings(open_content_store(None, tmp_path)).model_of("bundled onnx") == "model-a"
+
+
+def test_a_cache_file_of_an_earlier_toolscout_opens_with_its_vectors(tmp_path):
+    """Before the cache was a state store it was one table in the same file: its vectors are kept."""
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "embeddings.sqlite3") as db:
+        db.execute(
+            "CREATE TABLE embeddings (model TEXT NOT NULL, text_hash TEXT NOT NULL, vector BLOB NOT NULL, "
+            "PRIMARY KEY (model, text_hash)) WITHOUT ROWID"
+        )
+        db.execute("INSERT INTO embeddings VALUES ('m1', 'h', ?)", (np.array([1.0, 2.0], dtype=np.float32).tobytes(),))
+    cache = StoredEmbeddings(open_content_store(None, tmp_path))
+    assert cache.get("m1", ["h"])["h"].tolist() == [1.0, 2.0]
 
 
 def test_restarting_over_an_unchanged_catalog_embeds_nothing(tmp_path):

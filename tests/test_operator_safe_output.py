@@ -18,7 +18,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from support.registries import python_server, write_registry
 from support.serve_process import serve_command
 
-from toolscout.index.cache import EmbeddingCache
+from toolscout.state.content import open_content_store
+from toolscout.state.vectors import StoredEmbeddings
 
 pytestmark = pytest.mark.anyio
 
@@ -76,7 +77,7 @@ async def test_a_damaged_usage_store_is_set_aside_and_rebuilt_and_the_new_one_is
 def test_a_damaged_embedding_cache_is_set_aside_and_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "embeddings.sqlite3"
     path.write_bytes(b"\x00garbage" * 1000)
-    cache = EmbeddingCache(path)
+    cache = StoredEmbeddings(open_content_store(None, tmp_path))
     import numpy as np
 
     cache.put("model", {"h": np.ones(3, dtype=np.float32)})

@@ -17,7 +17,8 @@ from support.postgres import PostgresServer
 
 from toolscout.catalog import ToolRecord
 from toolscout.search import SearchSettings, ToolSearch
-from toolscout.state.vectors import SharedEmbeddingCache
+from toolscout.state.postgres import PostgresStateStore
+from toolscout.state.vectors import StoredEmbeddings
 
 CATALOG = [
     ToolRecord(id=f"srv__tool_{i}", name=f"tool_{i}", server="srv", description=f"Does thing number {i}.")
@@ -47,7 +48,7 @@ def test_a_second_replica_reads_every_vector_back_and_encodes_nothing(tmp_path: 
 
 
 def test_vectors_round_trip_per_model_and_a_lost_store_is_a_miss(postgres: PostgresServer) -> None:
-    cache = SharedEmbeddingCache(postgres.url)
+    cache = StoredEmbeddings(PostgresStateStore(postgres.url))
     cache.put("m1", {"h": np.array([0.5, 0.25], dtype=np.float32)})
     cache.put("m1", {"h": np.array([9.0, 9.0], dtype=np.float32)})  # same text, same model: kept once
     assert cache.get("m1", ["h", "missing"])["h"].tolist() == [0.5, 0.25]
@@ -69,17 +70,18 @@ def test_a_tfidf_fit_is_made_once_and_read_back_by_every_replica(postgres: Postg
     without fitting (scikit-learn is never imported there), and only the newest fits are kept."""
     from toolscout.index.base import Query
     from toolscout.index.tfidf import TfidfRetriever
-    from toolscout.state.fits import KEEP, SharedFits
+    from toolscout.state.fits import KEEP, StoredFits
 
     url = postgres.database("fits")
     corpus = [["send", "weekly", "report"], ["weather", "forecast", "city"], ["read", "note"]]
-    first = TfidfRetriever(corpus, store=SharedFits(url))
+    first = TfidfRetriever(corpus, store=StoredFits(PostgresStateStore(url)))
     replica = subprocess.run([sys.executable, "-c", (
         "import json, sys\n"
         "from toolscout.index.base import Query\n"
         "from toolscout.index.tfidf import TfidfRetriever\n"
-        "from toolscout.state.fits import SharedFits\n"
-        f"retriever = TfidfRetriever({corpus!r}, store=SharedFits(sys.argv[1]))\n"
+        "from toolscout.state.fits import StoredFits\n"
+        "from toolscout.state.postgres import PostgresStateStore\n"
+        f"retriever = TfidfRetriever({corpus!r}, store=StoredFits(PostgresStateStore(sys.argv[1])))\n"
         "scores = retriever.scores(Query(text='weekly report', tokens=('weekly', 'report')))\n"
         "print(json.dumps({'sklearn': 'sklearn' in sys.modules, 'scores': scores.tolist()}))\n"
     ), url], capture_output=True, text=True, check=True, timeout=120)
@@ -87,6 +89,6 @@ def test_a_tfidf_fit_is_made_once_and_read_back_by_every_replica(postgres: Postg
     assert answer["sklearn"] is False
     assert answer["scores"] == first.scores(Query(text="weekly report", tokens=("weekly", "report"))).tolist()
     for n in range(KEEP + 2):
-        TfidfRetriever([*corpus, [f"tool{n}"]], store=SharedFits(url))
+        TfidfRetriever([*corpus, [f"tool{n}"]], store=StoredFits(PostgresStateStore(url)))
     with psycopg.connect(url) as connection:
         assert connection.execute("SELECT count(*) FROM tfidf_fits").fetchone() == (KEEP,)

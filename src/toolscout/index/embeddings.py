@@ -1,9 +1,10 @@
 """Turning a catalog's dense documents into a matrix of embeddings, encoding only what is new.
 
-Vectors are looked up in memory, then in the on-disk cache (model id + text hash), and only the
+Vectors are looked up in memory, then in the stored embeddings (model id + text hash,
+`toolscout.state.vectors`), and only the
 remaining texts are encoded, in batches, reporting progress. The encoder is loaded on first need
 (in the worker thread that runs `complete`), never at import or index time. At index time
-`cached_matrix` may still read vectors from disk: the cache remembers the id of the model last
+`cached_matrix` may still read stored vectors: the store remembers the id of the model last
 loaded from the same files, so a restart over a known catalog is semantic from its first search.
 """
 
@@ -17,13 +18,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from toolscout.index.base import Encoder
-from toolscout.index.cache import EmbeddingCache, text_hash
 from toolscout.index.model_files import ModelLocation
+from toolscout.state.vectors import StoredEmbeddings, text_hash
 
 if TYPE_CHECKING:  # search/ builds on index/, not the other way round
     from toolscout.search.settings import SearchSettings
 
-__all__ = ["CACHE_FILE", "Embedder"]
+__all__ = ["Embedder"]
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,6 @@ _CHUNK = 64
 # Vectors kept in memory across catalogs (~1.5 KB each at 384 dimensions): enough for several
 # large catalogs plus example requests, bounded for long-running gateways.
 _MEMORY_LIMIT = 100_000
-CACHE_FILE = "embeddings.sqlite3"
 
 
 class Embedder:
@@ -42,7 +42,7 @@ class Embedder:
         # Why the model could not be used, once loading failed; searches then stay keyword-only.
         self.error: str | None = None
         self._memory: dict[str, np.ndarray] = {}
-        self._cache: EmbeddingCache | None = None
+        self._cache: StoredEmbeddings | None = None
         self.encoded = 0  # texts actually run through the model by this embedder (for tests, stats)
 
     def encoder(self, wait: float | None = None) -> Encoder | None:
@@ -104,19 +104,16 @@ class Embedder:
         except Exception:  # noqa: BLE001 - the model's load, later, reports what is wrong
             return None
 
-    def _disk(self, model_id: str) -> EmbeddingCache | None:
+    def _disk(self, model_id: str) -> StoredEmbeddings | None:
         if self._cache is None:
-            try:
-                if self._settings.shared_vectors:
-                    from toolscout.state.vectors import SharedEmbeddingCache
+            from toolscout.state.content import open_content_store
 
-                    # Same interface: vectors by model id and text hash, shared by every replica.
-                    self._cache = SharedEmbeddingCache(self._settings.shared_vectors)  # type: ignore[assignment]
-                else:
-                    self._cache = EmbeddingCache(self._settings.resolved_cache_dir / CACHE_FILE)
-            except Exception as exc:  # an unwritable cache slows restarts but breaks nothing
-                log.warning("embedding cache unavailable (%s); embeddings are not kept", exc)
+            try:
+                store = open_content_store(self._settings.shared_vectors, self._settings.resolved_cache_dir)
+            except Exception as exc:  # an unusable store slows restarts but breaks nothing
+                log.warning("embedding store unavailable (%s); embeddings are not kept", exc)
                 return None
+            self._cache = StoredEmbeddings(store)
         return self._cache
 
     def cached_matrix(self, texts: Sequence[str]) -> np.ndarray | None:

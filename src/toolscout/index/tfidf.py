@@ -3,8 +3,8 @@
 Queries are weighted here rather than through `TfidfVectorizer.transform`, whose input validation
 costs milliseconds per call: the query's few terms select columns of the document matrix.
 
-What scikit-learn fitted (the document matrix, the vocabulary, the idf) can be kept (`store`: a
-folder, or any `FitStore`, e.g. the Postgres replicas share: `toolscout.state.fits`), keyed by a
+What scikit-learn fitted (the document matrix, the vocabulary, the idf) can be kept (`store`: any
+`FitStore`, such as a state store's: `toolscout.state.fits`), keyed by a
 hash of the exact documents, the scikit-learn version and this module's format: the same catalog
 indexed again (a restarted `serve`, `toolscout search` over the catalog last seen, a second replica)
 reads the fit back without importing scikit-learn (about a second); any other corpus has another
@@ -17,26 +17,21 @@ import hashlib
 import io
 import json
 import logging
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from toolscout.index.base import NOT_RETRIEVED, Query
 
-__all__ = ["FitStore", "FolderFits", "TfidfRetriever", "fit_key", "with_bigrams"]
+__all__ = ["FitStore", "TfidfRetriever", "fit_key", "with_bigrams"]
 
 logger = logging.getLogger(__name__)
 
 # Bump when what is fitted or how it is stored changes: older files then no longer match.
 _FORMAT = 1
-# Fitted indexes kept per store folder (the most recently used); older ones are removed.
-_KEEP = 64
 
 
 def _identity(tokens: Sequence[str]) -> Sequence[str]:
@@ -57,13 +52,11 @@ class FitStore(Protocol):
 
 
 class TfidfRetriever:
-    def __init__(self, corpus: Sequence[Sequence[str]], *, store: Path | FitStore | None = None) -> None:
+    def __init__(self, corpus: Sequence[Sequence[str]], *, store: FitStore | None = None) -> None:
         self.size = len(corpus)
         self._columns: dict[str, int] = {}
         self._idf = np.zeros(0, dtype=np.float32)
         self._matrix: Any = None
-        if isinstance(store, Path):
-            store = FolderFits(store)
         if any(corpus):
             documents = [with_bigrams(doc) for doc in corpus]
             key = fit_key(documents) if store is not None else ""
@@ -145,45 +138,3 @@ def _unpack(key: str, fit: bytes | None) -> tuple[Any, list[str], np.ndarray] | 
     except Exception as exc:  # noqa: BLE001 - a damaged fit costs one fit, nothing else
         logger.debug("stored TF-IDF fit %s unusable (%s); fitting again", key, exc)
         return None
-
-
-class FolderFits:
-    """Fits as files `<key>.npz` in a folder (a machine's cache), the most recently used `_KEEP` kept."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-
-    def read(self, key: str) -> bytes | None:
-        path = self.folder / f"{key}.npz"
-        try:
-            fit = path.read_bytes()
-            os.utime(path)  # recently used: kept when older fits are removed
-        except OSError:
-            return None
-        return fit
-
-    def write(self, key: str, fit: bytes) -> None:
-        temporary: str | None = None
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=self.folder, suffix=".tmp", delete=False) as handle:
-                temporary = handle.name
-                handle.write(fit)
-            os.replace(temporary, self.folder / f"{key}.npz")
-            temporary = None
-            self._prune()
-        except OSError as exc:  # an unwritable cache costs a fit at the next start, nothing else
-            logger.debug("cannot keep the TF-IDF fit in %s (%s)", self.folder, exc)
-        finally:
-            if temporary is not None:
-                Path(temporary).unlink(missing_ok=True)
-
-    def _prune(self) -> None:
-        def used(path: Path) -> float:
-            try:
-                return path.stat().st_mtime
-            except OSError:
-                return 0.0
-
-        for old in sorted(self.folder.glob("*.npz"), key=used, reverse=True)[_KEEP:]:
-            old.unlink(missing_ok=True)

@@ -38,7 +38,6 @@ import re
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -223,20 +222,19 @@ class ToolSearch:
         with self._swap:
             self._snapshot = snapshot
 
-    def _fit_store(self) -> FitStore | Path:
-        """Where TF-IDF fits are kept: the Postgres replicas share when there is one, else the
-        machine's cache folder (also when that Postgres cannot be reached at first)."""
-        folder = self.settings.resolved_cache_dir / "tfidf"
-        if self.settings.shared_vectors and self._fits is None:
-            from toolscout.errors import StateError
-            from toolscout.state.fits import SharedFits
+    def _fit_store(self) -> FitStore | None:
+        """Where TF-IDF fits are kept: with the embeddings (`toolscout.state.content`); None (fitted
+        every time) when that store cannot be used."""
+        if self._fits is None:
+            from toolscout.state.content import open_content_store
+            from toolscout.state.fits import StoredFits
 
             try:
-                self._fits = SharedFits(self.settings.shared_vectors)
-            except StateError as exc:
-                log.warning("shared TF-IDF fits unavailable (%s); kept on this machine", exc)
-                return folder
-        return self._fits if self._fits is not None else folder
+                self._fits = StoredFits(open_content_store(self.settings.shared_vectors, self.settings.resolved_cache_dir))
+            except Exception as exc:  # noqa: BLE001 - fitting again costs time, never an answer
+                log.warning("TF-IDF fits are not kept (%s)", exc)
+                return None
+        return self._fits
 
     def complete(self, progress: ProgressCallback | None = None) -> None:
         """Embed the latest catalog (cached vectors are reused); safe to call from a worker thread."""

@@ -92,11 +92,11 @@ class SearchSettings:
     # The embedding model: "bundled" (shipped inside toolscout), an installed package or a folder
     # path (toolscout.index.model_files); None or "none" disables dense.
     model: str | None = DEFAULT_MODEL
-    # Where embeddings, fitted TF-IDF indexes and the exported ONNX model are cached; None means the
-    # user cache dir.
+    # Where the exported ONNX model is cached, and the machine's own store of embeddings and fitted
+    # TF-IDF indexes (`toolscout.state.content`); None means the user cache dir.
     cache_dir: Path | None = None
     # A postgresql:// state store whose embeddings and TF-IDF fits every replica shares
-    # (`toolscout.state.vectors`, `toolscout.state.fits`); None: both are cached per machine, in cache_dir.
+    # (`toolscout.state.vectors`, `toolscout.state.fits`); None: the machine's own store, in cache_dir.
     shared_vectors: str | None = None
     # How many tools each signal hands to fusion, at least (4 x limit when that is more).
     candidates: int = 50

@@ -39,7 +39,7 @@ from toolscout.security.poisoning import Finding, text_sentences, tool_texts
 
 if TYPE_CHECKING:
     from toolscout.index.base import Encoder
-    from toolscout.index.cache import EmbeddingCache
+    from toolscout.state.vectors import StoredEmbeddings
 
 __all__ = ["CATEGORIES", "WEIGHTS_FILE", "ClassifierWeights", "OrderClassifier", "open_vector_cache", "order_units"]
 
@@ -132,7 +132,7 @@ class ClassifierWeights:
 class OrderClassifier:
     """Scores tools' sentences with the weights and an encoder of the same model."""
 
-    def __init__(self, weights: ClassifierWeights, encoder: Encoder, cache: EmbeddingCache | None = None) -> None:
+    def __init__(self, weights: ClassifierWeights, encoder: Encoder, cache: StoredEmbeddings | None = None) -> None:
         self.weights = weights
         self.encoder = encoder
         self.cache = cache
@@ -161,7 +161,7 @@ class OrderClassifier:
 
     def vectors(self, sentences: Sequence[str]) -> np.ndarray:
         """One normalised vector per sentence, encoding only those not seen before."""
-        from toolscout.index.cache import text_hash
+        from toolscout.state.vectors import text_hash
 
         with self._lock:
             missing = [s for s in dict.fromkeys(sentences) if s not in self._memory]
@@ -220,15 +220,15 @@ class OrderClassifier:
         )
 
 
-def open_vector_cache(cache_dir: Path | None) -> EmbeddingCache | None:
-    """The embedding cache in `cache_dir` (the search's own file), or None (logged) if unusable."""
+def open_vector_cache(cache_dir: Path | None) -> StoredEmbeddings | None:
+    """The embeddings kept in `cache_dir` (the search's own store), or None (logged) if unusable."""
     if cache_dir is None:
         return None
-    from toolscout.index.cache import EmbeddingCache
-    from toolscout.index.embeddings import CACHE_FILE
+    from toolscout.state.content import open_content_store
+    from toolscout.state.vectors import StoredEmbeddings
 
     try:
-        return EmbeddingCache(cache_dir / CACHE_FILE)
+        return StoredEmbeddings(open_content_store(None, cache_dir))
     except Exception as exc:  # noqa: BLE001 - vectors are then kept in memory only
         log.warning("intent screen: embedding cache unavailable (%s)", exc)
         return None

@@ -101,10 +101,9 @@ class PostgresStateStore:
             raise self._lost(exc) from exc
 
     @contextmanager
-    def cursor(self) -> Iterator[Any]:
-        """A psycopg cursor in one transaction (for the tables beside the records, e.g. vectors)."""
+    def content(self) -> Iterator[Sql]:
         with self._lock, self._open_transaction() as cursor:
-            yield cursor
+            yield Sql(cursor, "%s")
 
     @contextmanager
     def _locked(self, kind: str) -> Iterator[Any]:

@@ -89,11 +89,12 @@ class SqliteStateStore:
                 raise
 
     @contextmanager
-    def _begin(self) -> Iterator[sqlite3.Cursor]:
-        """A cursor in a transaction holding the database's write lock, committed if the block ends well."""
+    def _begin(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Cursor]:
+        """A cursor in a transaction, committed if the block ends well. IMMEDIATE holds the
+        database's write lock from the start; DEFERRED takes it only at a first write."""
         with self._lock:
             try:
-                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute(f"BEGIN {mode}")
             except sqlite3.OperationalError as exc:
                 raise StateUnavailable(f"the state store {self.location} is busy or unreadable: {exc}") from exc
             try:
@@ -115,6 +116,11 @@ class SqliteStateStore:
     def sql(self, kind: str) -> Iterator[Sql]:
         with self._begin() as cursor, statements_in(cursor, kind, "?") as statements:
             yield statements
+
+    @contextmanager
+    def content(self) -> Iterator[Sql]:
+        with self._begin("DEFERRED") as cursor:
+            yield Sql(cursor, "?")
 
     def revision(self, kind: str) -> int:
         with self._lock:

@@ -98,6 +98,12 @@ class StateStore(Protocol):
         both engines. Set `changed` to bump the kind's revision at commit."""
         ...
 
+    def content(self) -> AbstractContextManager[Sql]:
+        """Statements on the tables keyed by content (embeddings, TF-IDF fits) in one transaction
+        that waits for no writer's turn: a key always stands for the same value, so two processes
+        writing it at once cannot disagree, and readers never wait for each other."""
+        ...
+
     def close(self) -> None: ...
 
 
