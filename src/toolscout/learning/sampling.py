@@ -208,7 +208,9 @@ class Expander:
         if not phrases:
             # Cached anyway: the model answered, and asking it the same question again would not help.
             logger.warning("the model's reply for %s held no usable phrases", record.id)
-        self.cache.put(record, phrases, model=self._model)
+        # The store's calls block (a Postgres round trip, SQLite's write lock): off the event loop,
+        # so the gateway's sessions go on meanwhile.
+        await anyio.to_thread.run_sync(lambda: self.cache.put(record, phrases, model=self._model))
         return phrases
 
     async def run(self, records: Sequence[ToolRecord]) -> ExpansionReport:
@@ -216,7 +218,8 @@ class Expander:
         async with self._one_at_a_time:
             report = ExpansionReport()
             try:
-                todo = list({record.fingerprint: record for record in self.cache.missing(records)}.values())
+                missing = await anyio.to_thread.run_sync(self.cache.missing, records)
+                todo = list({record.fingerprint: record for record in missing}.values())
             except StateError as exc:
                 # Tried again at the next catalog change; nothing is asked meanwhile.
                 logger.warning("not expanding tools now: %s", exc)
@@ -224,7 +227,7 @@ class Expander:
             failures_in_a_row = 0
             for done, record in enumerate(todo, start=1):
                 try:
-                    if self.cache.get(record.fingerprint) is not None:
+                    if await anyio.to_thread.run_sync(self.cache.get, record.fingerprint) is not None:
                         continue  # filled meanwhile, e.g. by another toolscout sharing the cache
                     phrases = await self._expand(record)
                 except SamplingUnavailableError as exc:
