@@ -1,12 +1,14 @@
 """BM25 (bm25s) over one tokenized field, with bm25s's sharp edges absorbed.
 
 bm25s raises on an empty corpus and on a query whose tokens are all unknown; here both simply
-retrieve nothing.
+retrieve nothing. A built index can be saved to a folder and loaded again in bm25s's own form
+(numpy arrays without pickles and JSON), which `toolscout.search.catalog_index` keeps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import bm25s
 import numpy as np
@@ -31,14 +33,49 @@ class BM25Retriever:
         b: float = 0.2,
         method: str = "lucene",
     ) -> None:
-        self.size = len(corpus)
-        self._model: bm25s.BM25 | None = None
-        self._vocabulary: frozenset[str] = frozenset()
+        model = None
         if any(corpus):
             model = bm25s.BM25(k1=k1, b=b, method=method)
             model.index([list(doc) or [_EMPTY_TOKEN] for doc in corpus], show_progress=False)
-            self._model = model
-            self._vocabulary = frozenset(model.vocab_dict) - {_EMPTY_TOKEN}
+        self._use(len(corpus), model)
+
+    def _use(self, size: int, model: bm25s.BM25 | None) -> None:
+        self.size = size
+        self._model = model
+        self._vocabulary = frozenset() if model is None else frozenset(model.vocab_dict) - {_EMPTY_TOKEN}
+
+    @property
+    def empty(self) -> bool:
+        """True when no document had a token (nothing to save: every query retrieves nothing)."""
+        return self._model is None
+
+    def save(self, folder: Path) -> None:
+        """The built index in bm25s's own saved form; nothing for an empty one."""
+        if self._model is not None:
+            self._model.save(folder, show_progress=False)
+
+    @classmethod
+    def load(cls, folder: Path | None, size: int) -> BM25Retriever:
+        """The index `save` wrote to `folder` for `size` documents (None: an empty one). Raises
+        (ValueError, OSError, ...) when the files are missing or not an index of `size` documents."""
+        retriever = cls(())
+        model = None
+        if folder is not None:
+            model = bm25s.BM25.load(folder, allow_pickle=False, show_progress=False)
+            scores = model.scores
+            indptr, indices = scores["indptr"], scores["indices"]
+            # bm25s gives "" (its empty token) an id past the matrix; no query token is "".
+            ids = [i for token, i in model.vocab_dict.items() if token != ""]
+            if (
+                scores["num_docs"] != size
+                or (ids and not 0 <= min(ids) <= max(ids) < len(indptr) - 1)
+                or len(scores["data"]) != len(indices)
+                or int(indptr[-1]) != len(indices)
+                or (len(indices) and not 0 <= int(indices.min()) <= int(indices.max()) < size)
+            ):
+                raise ValueError(f"not a BM25 index of {size} documents")
+        retriever._use(size, model)
+        return retriever
 
     def raw_scores(self, tokens: Sequence[str]) -> np.ndarray:
         """BM25 score of every document (0 where no query token occurs)."""

@@ -83,8 +83,13 @@ def _chunk_tokens(chunk: str, stem: bool) -> tuple[str, ...]:
 
 def leading_verb(name: str) -> str:
     """The first word of a tool name (`get` in get_weather, `List` in ListIssues)."""
-    words = split_identifier(name)
-    return words[0] if words else ""
+    # Chunk by chunk (no word spans whitespace): the first word of a long description is found
+    # without splitting all of it.
+    for chunk in name.split():
+        words = split_identifier(chunk)
+        if words:
+            return words[0]
+    return ""
 
 
 def name_document(tool: ToolRecord) -> str:

@@ -54,6 +54,8 @@ class FitStore(Protocol):
 class TfidfRetriever:
     def __init__(self, corpus: Sequence[Sequence[str]], *, store: FitStore | None = None) -> None:
         self.size = len(corpus)
+        # The key its fit is kept under in `store` ("" when not kept, or nothing was fitted).
+        self.fit_key = ""
         self._columns: dict[str, int] = {}
         self._idf = np.zeros(0, dtype=np.float32)
         self._matrix: Any = None
@@ -65,8 +67,29 @@ class TfidfRetriever:
                 fitted = _fit(documents)
                 if store is not None:
                     store.write(key, _pack(key, *fitted))
-            self._matrix, terms, self._idf = fitted
-            self._columns = {term: col for col, term in enumerate(terms)}
+            self.fit_key = key
+            self._use(fitted)
+
+    def _use(self, fitted: tuple[Any, list[str], np.ndarray]) -> None:
+        self._matrix, terms, self._idf = fitted
+        self._columns = {term: col for col, term in enumerate(terms)}
+
+    @property
+    def empty(self) -> bool:
+        """True when no document had a token (nothing fitted: every query retrieves nothing)."""
+        return self._matrix is None
+
+    @classmethod
+    def stored(cls, key: str, size: int, store: FitStore) -> TfidfRetriever | None:
+        """The retriever of the fit kept under `key` for `size` documents, without the documents
+        (whoever kept `key` knows what it was fitted on); None when it is missing or unusable."""
+        fitted = _unpack(key, store.read(key))
+        if fitted is None or fitted[0].shape[0] != size:
+            return None
+        retriever = cls([[]] * size)
+        retriever.fit_key = key
+        retriever._use(fitted)
+        return retriever
 
     def scores(self, query: Query) -> np.ndarray:
         counts = Counter(t for t in with_bigrams(query.tokens) if t in self._columns)

@@ -34,7 +34,6 @@ cross-encoder may rescore the first fused tools (`toolscout.search.rerank`; `_re
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -44,20 +43,14 @@ import numpy as np
 
 from toolscout.catalog import ToolRecord
 from toolscout.index.base import NOT_RETRIEVED, Encoder, Query, Retrieval, Retriever
-from toolscout.index.bm25 import BM25Retriever
 from toolscout.index.dense import DenseRetriever
 from toolscout.index.embeddings import Embedder
 from toolscout.index.intent import IntentExamples, IntentRetriever, LabelledRequest
-from toolscout.index.text import (
-    dense_document,
-    description_document,
-    expansion_document,
-    name_document,
-    tokenize,
-)
+from toolscout.index.text import dense_document, tokenize
 from toolscout.search.base import ProgressCallback, SearchHit, SearchResponse
+from toolscout.search.catalog_index import IDENTIFIER, catalog_index
 from toolscout.search.confidence import GAP_RANK, MatchStrength, match_strength
-from toolscout.search.destructive import asks_to_destroy, demote_destructive, is_destructive
+from toolscout.search.destructive import asks_to_destroy, demote_destructive
 from toolscout.search.fusion import Fusion, weighted_rrf
 from toolscout.search.ranker import RANKER_SIGNALS, Candidates, LearnedRanker
 from toolscout.search.rerank import Reranker, reranked
@@ -76,8 +69,6 @@ MODEL_WAIT = 5.0
 EXACT_NAME = "exact_name"
 # The learned ranker's order, as it appears among a hit's ranks.
 LEARNED = "learned"
-# Words of a query that may be a tool id or identifier-like name ("semgrep_scan", "srv__get-x").
-_IDENTIFIER = re.compile(r"[\w][\w\-.:/]*[\w]")
 # A ready signal: its answer to one query.
 _Signal = Callable[[Query], Retrieval]
 
@@ -151,7 +142,7 @@ class ToolSearch:
         self._embedder = Embedder(self.settings, encoder) if wants_model else None
         self._reranker = None if self.settings.rerank_disabled else Reranker(self.settings)
         self._fusion = Fusion(self.settings)
-        self._fits: FitStore | None = None
+        self._fits: tuple[FitStore, FitStore] | None = None
 
     @property
     def tools(self) -> tuple[ToolRecord, ...]:
@@ -175,45 +166,22 @@ class ToolSearch:
         ids not in `tools` are ignored. Their embeddings are computed by `complete`.
         """
         tools = tuple(tools)
-        settings = self.settings
-        retrievers: dict[str, Retriever] = {}
-        fields = {
-            "bm25_name": name_document,
-            "bm25_description": description_document,
-            "bm25_expansion": expansion_document,
-        }
-        token_docs: dict[str, list[list[str]]] = {}
-        for signal, document in fields.items():
-            if settings.enabled(signal) or settings.enabled("tfidf"):
-                token_docs[signal] = [tokenize(document(t), stem=settings.stem) for t in tools]
-            if settings.enabled(signal):
-                retrievers[signal] = BM25Retriever(token_docs[signal])
-        if settings.enabled("tfidf"):
-            from toolscout.index.tfidf import TfidfRetriever
-
-            # The name field counts twice, like a title: a word in the tool's name says more about
-            # it than the same word deep in a parameter description (toollens_train, both halves:
-            # Full Recall@10 +0.002 / +0.006, MRR@10 +0.006 / +0.003).
-            names = token_docs["bm25_name"]
-            merged = [
-                [*names[i], *(t for docs in token_docs.values() for t in docs[i])] for i in range(len(tools))
-            ]
-            # Kept next to the embeddings (shared by replicas, like them): the same catalog indexed
-            # again reads its fit back.
-            retrievers["tfidf"] = TfidfRetriever(merged, store=self._fit_store())
-        dense_texts = tuple(dense_document(t) for t in tools) if self._dense_on else ()
+        indexes, fits = self._fit_stores()
+        # Read back when this exact catalog was indexed before (a restart, another replica).
+        derived = catalog_index(tools, self.settings, dense=self._dense_on, indexes=indexes, fits=fits)
         intent_examples = IntentExamples()
         if self._intent_on:
             intent_examples = IntentExamples.of(examples, {tool.id: i for i, tool in enumerate(tools)})
         snapshot = _Snapshot(
             tools=tools,
-            retrievers=retrievers,
-            dense_texts=dense_texts,
+            retrievers=derived.retrievers,
+            dense_texts=derived.dense_texts,
             intent_examples=intent_examples,
             servers=np.array([t.server for t in tools], dtype=object),
-            destructive=tuple(is_destructive(t) for t in tools),
-            name_words=tuple(frozenset(tokenize(t.name, stem=settings.stem)) for t in tools),
-            **_exact_forms(tools),
+            destructive=derived.destructive,
+            name_words=derived.name_words,
+            exact=derived.exact,
+            contained=derived.contained,
         )
         if self._embedder is not None:
             # Texts embedded before (a re-listing, or a restart over a known catalog: their vectors
@@ -222,18 +190,19 @@ class ToolSearch:
         with self._swap:
             self._snapshot = snapshot
 
-    def _fit_store(self) -> FitStore | None:
-        """Where TF-IDF fits are kept: with the embeddings (`toolscout.state.content`); None (fitted
-        every time) when that store cannot be used."""
+    def _fit_stores(self) -> tuple[FitStore | None, FitStore | None]:
+        """Where catalog indexes and TF-IDF fits are kept: with the embeddings
+        (`toolscout.state.content`); None (built every time) when that store cannot be used."""
         if self._fits is None:
             from toolscout.state.content import open_content_store
             from toolscout.state.fits import StoredFits
 
             try:
-                self._fits = StoredFits(open_content_store(self.settings.shared_vectors, self.settings.resolved_cache_dir))
-            except Exception as exc:  # noqa: BLE001 - fitting again costs time, never an answer
-                log.warning("TF-IDF fits are not kept (%s)", exc)
-                return None
+                store = open_content_store(self.settings.shared_vectors, self.settings.resolved_cache_dir)
+            except Exception as exc:  # noqa: BLE001 - building again costs time, never an answer
+                log.warning("catalog indexes and TF-IDF fits are not kept (%s)", exc)
+                return None, None
+            self._fits = (StoredFits(store, "catalog"), StoredFits(store, "tfidf"))
         return self._fits
 
     def complete(self, progress: ProgressCallback | None = None) -> None:
@@ -558,25 +527,8 @@ def _top(scores: np.ndarray, allowed: np.ndarray | None, depth: int) -> list[int
     return valid[np.lexsort((valid, -scores[valid]))].tolist()
 
 
-def _exact_forms(tools: Sequence[ToolRecord]) -> dict[str, dict[str, tuple[int, ...]]]:
-    exact: dict[str, list[int]] = {}
-    contained: dict[str, list[int]] = {}
-    for position, tool in enumerate(tools):
-        for form in {tool.id.lower(), tool.name.lower()}:
-            exact.setdefault(form, []).append(position)
-        for raw in {tool.id, tool.name}:
-            # Only identifier-like names are distinctive enough to match inside a sentence:
-            # a tool called "search" must not jump first for every query that says "search".
-            if _IDENTIFIER.fullmatch(raw) and (re.search(r"[_\-.:/]", raw) or re.search(r"[a-z][A-Z]", raw)):
-                contained.setdefault(raw.lower(), []).append(position)
-    return {
-        "exact": {k: tuple(v) for k, v in exact.items()},
-        "contained": {k: tuple(v) for k, v in contained.items()},
-    }
-
-
 def _exact_matches(snapshot: _Snapshot, text: str) -> list[int]:
     found = dict.fromkeys(snapshot.exact.get(text.strip("`'\" ").lower(), ()))
-    for word in _IDENTIFIER.findall(text):
+    for word in IDENTIFIER.findall(text):
         found.update(dict.fromkeys(snapshot.contained.get(word.lower(), ())))
     return list(found)

@@ -64,6 +64,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE TABLE IF NOT EXISTS tfidf_fits (fit_key TEXT PRIMARY KEY, fit BYTEA NOT NULL, "
         "used DOUBLE PRECISION NOT NULL)",
     ),
+    # What indexing derives from a catalog (`toolscout.search.catalog_index`), kept the same way.
+    (
+        "CREATE TABLE IF NOT EXISTS catalog_indexes (fit_key TEXT PRIMARY KEY, fit BYTEA NOT NULL, "
+        "used DOUBLE PRECISION NOT NULL)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
