@@ -9,7 +9,9 @@ under the shipped model's id before indexing, so the engine is hybrid from its f
 signal's cost is measured; not the dense signal's quality). Queries are the English requests of
 shared/train/pairs.jsonl that scale_100k.py uses. Prints one table: index time, warm search
 p50 / p95 with the machine's load average, then the functions taking the most time (cProfile over
-`--profile` searches, own time). `--dump` writes each query's top 10 tool ids; `--compare` reads
+`--profile` searches, own time), with whole searches timed alternating query by query: the dense
+pass through BLAS or einsum, and a request's sentences scored in one pass or one pass each.
+`--dump` writes each query's top 10 tool ids; `--compare` reads
 such a file and counts the queries whose top 10 differ (the same seed gives the same vectors).
 """
 
@@ -38,6 +40,7 @@ from toolscout.index.embeddings import Embedder  # noqa: E402
 from toolscout.index.model_files import resolve_model  # noqa: E402
 from toolscout.index.text import dense_document  # noqa: E402
 from toolscout.search import ToolSearch  # noqa: E402
+from toolscout.search.sentences import request_parts  # noqa: E402
 from toolscout.search.settings import SearchSettings  # noqa: E402
 from toolscout.state.content import open_content_store  # noqa: E402
 from toolscout.state.vectors import StoredEmbeddings, text_hash  # noqa: E402
@@ -72,7 +75,7 @@ def dense_pass_ab(engine: ToolSearch, searches: list[str]) -> list[tuple[str, st
             for way, rows in (("BLAS", shipped), ("einsum", len(snapshot.tools) + 1)):
                 dense._BLAS_ROWS = rows
                 if snapshot.dense is not None:
-                    snapshot.dense._last = None  # no cosines kept from the other way's search
+                    snapshot.dense._kept = {}  # no cosines kept from the other way's search
                 started = time.perf_counter()
                 engine.search(text, limit=10)
                 times[way].append((time.perf_counter() - started) * 1000)
@@ -80,6 +83,36 @@ def dense_pass_ab(engine: ToolSearch, searches: list[str]) -> list[tuple[str, st
         dense._BLAS_ROWS = shipped
     return [
         (f"search p50, dense pass through {way} (alternating)", f"{statistics.median(values):.1f} ms")
+        for way, values in times.items()
+    ]
+
+
+def sentence_pass_ab(engine: ToolSearch, searches: list[str]) -> list[tuple[str, str]]:
+    """Whole searches of requests of several sentences with their vectors scored in one pass over
+    the matrix (`DenseRetriever.prepare`, as shipped) and one pass per vector, alternating query by
+    query."""
+    dense_signal = engine._snapshot.dense
+    several = [text for text in searches if request_parts(text)]
+    times: dict[str, list[float]] = {"one pass": [], "a pass per vector": []}
+    if dense_signal is None or not several:
+        return []
+    try:
+        for text in several:
+            for way in times:
+                if way == "a pass per vector":
+                    dense_signal.prepare = lambda vectors: None  # type: ignore[method-assign]
+                dense_signal._kept = {}
+                started = time.perf_counter()
+                engine.search(text, limit=10)
+                times[way].append((time.perf_counter() - started) * 1000)
+                vars(dense_signal).pop("prepare", None)
+    finally:
+        vars(dense_signal).pop("prepare", None)
+    return [
+        (
+            f"requests of several sentences ({len(several)}), {way} (alternating): p50 / p95",
+            f"{statistics.median(values):.1f} / {statistics.quantiles(values, n=20)[18]:.1f} ms",
+        )
         for way, values in times.items()
     ]
 
@@ -117,6 +150,7 @@ def main() -> None:
         rows.append(("warm hybrid search p50 / p95", f"{p50:.1f} / {p95:.1f} ms"))
         for name, value in dense_pass_ab(engine, searches):
             rows.append((name, value))
+        rows.extend(sentence_pass_ab(engine, searches))
         rows.append(("load average after the searches", _load()))
         top = {text: [hit.tool.id for hit in engine.search(text, limit=10).hits] for text in searches}
         profiler = cProfile.Profile()

@@ -64,3 +64,26 @@ def test_the_one_time_export_tells_the_user_only_what_toolscout_is_doing(tmp_pat
     assert any(r.name == "toolscout.index.dense" and "exporting" in r.getMessage() for r in caplog.records)
     # Other loggers, root included, are left as they were.
     assert logging.getLogger().filters == []
+
+
+def test_several_query_vectors_share_one_pass_over_a_large_catalog_and_score_as_one_at_a_time():
+    """A request's sentences and their mean are scored in one pass (`prepare`) from the size where
+    passes go through BLAS; each then scores as it would alone. Below that size nothing is kept."""
+    from toolscout.index.base import Query
+    from toolscout.index.dense import _BLAS_ROWS, DenseRetriever
+
+    generator = np.random.default_rng(3)
+    for rows in (_BLAS_ROWS - 1, _BLAS_ROWS):
+        matrix = generator.standard_normal((rows, 16)).astype(np.float32)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        vectors = generator.standard_normal((3, 16)).astype(np.float32)
+        alone = [DenseRetriever(matrix).scores(Query(text="", tokens=(), embedding=v)) for v in vectors]
+        retriever = DenseRetriever(matrix)
+        retriever.prepare(vectors)
+        together = [retriever.scores(Query(text="", tokens=(), embedding=v)) for v in vectors]
+        for one, other in zip(alone, together):
+            np.testing.assert_allclose(one, other, atol=1e-6)
+            assert not other.flags.writeable
+        # From the BLAS size on, the prepared cosines are the ones answered (no second pass).
+        first = retriever.scores(Query(text="", tokens=(), embedding=vectors[0]))
+        assert (first is together[0]) == (rows >= _BLAS_ROWS)

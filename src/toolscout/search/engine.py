@@ -279,6 +279,9 @@ class ToolSearch:
             # Encoded here rather than in _rankings: the match strength reads the same vector.
             encoded = self._encode(snapshot, [text])
             whole = None if encoded is None else encoded[0]
+        elif snapshot.dense is not None and vectors is not None:
+            # The whole request's and every sentence's cosines in one pass over the catalog.
+            snapshot.dense.prepare(np.vstack([whole, vectors]))
         ranked = self._rankings(snapshot, signals, text, depth, servers, whole)
         encoder = self._embedder.encoder(self.model_wait) if "dense" in signals and self._embedder else None
         ranker, fusion = self._fusion.ranker(signals, encoder.model_id if encoder is not None else None)
