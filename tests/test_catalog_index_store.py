@@ -12,11 +12,13 @@ import json
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import psycopg
+import pytest
 from support.fake_encoder import HashingEncoder
 from support.postgres import PostgresServer
 
@@ -195,6 +197,16 @@ def test_a_damaged_foreign_or_incomplete_index_is_built_again(tmp_path: Path) ->
     assert not derived(tmp_path).read_back
     assert derived(tmp_path).read_back
     assert answers(indexed(lexical(tmp_path))) == fresh
+
+
+def test_an_index_that_cannot_be_kept_is_built_and_answers_all_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fresh = answers(indexed(lexical(tmp_path / "fresh")))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no such folder"))  # bm25s cannot save
+    assert not derived(tmp_path / "cache").read_back
+    assert kept(tmp_path / "cache") == {}
+    assert answers(indexed(lexical(tmp_path / "cache"))) == fresh
 
 
 def rebuilt_with(folder: Path, key: str, value: bytes) -> bool:

@@ -108,7 +108,11 @@ def catalog_index(
             return kept
     built = _build(tools, settings, dense=dense, fits=fits)
     if indexes is not None and key is not None:
-        packed = _pack(key, built)
+        try:
+            packed = _pack(key, built)
+        except Exception as exc:  # noqa: BLE001 - not keeping it costs the next start a build, nothing else
+            logger.warning("the catalog index is not kept (%s)", exc)
+            packed = None
         if packed is not None:
             indexes.write(key, packed)
     return built
