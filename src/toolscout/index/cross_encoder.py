@@ -131,12 +131,22 @@ class CrossEncoderScorer:
 
     def scores(self, query: str, documents: Sequence[str]) -> np.ndarray:
         """One score per document for `query`, higher is better (after the model's activation)."""
-        if not documents:
-            return np.zeros(0, dtype=np.float32)
-        logits = np.array([self._logit(e) for e in self._tokenizer.encode_batch([(query, d) for d in documents])])
+        return self.activated(self.logits(query, documents))
+
+    def activated(self, logits: np.ndarray) -> np.ndarray:
+        """The model's activation applied to its logits: the scores `scores` answers."""
+        logits = np.asarray(logits, dtype=np.float32)
         if self.config.activation == "sigmoid":
             return (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
-        return logits.astype(np.float32)
+        return logits
+
+    def logits(self, query: str, documents: Sequence[str]) -> np.ndarray:
+        """The classifier's logit per document for `query`, before any activation: what the learned
+        ranker reads (a linear score reads a logit better than a squashed probability)."""
+        if not documents:
+            return np.zeros(0, dtype=np.float32)
+        encodings = self._tokenizer.encode_batch([(query, d) for d in documents])
+        return np.array([self._logit(e) for e in encodings], dtype=np.float32)
 
     def _logit(self, encoding: Any) -> float:
         feed = {

@@ -16,8 +16,12 @@ The model is a small JSON file, `ranker.json`, beside the embedding model it was
 (never pickle: coefficients, feature means and scales, its vote's weight, the match model and the
 weak-match threshold chosen with it, the model's digest). `toolscout.search.engine` loads it with the model and falls back to weighted
 RRF, saying why, when it cannot run: no file, a file for another model, a signal it reads is off.
-A later score (e.g. a cross-encoder's) joins as one more column: `Candidates.extra` carries it,
-and a ranker fitted with it lists it among its features; one fitted without it ignores it.
+A later score joins as one more column: `Candidates.extra` carries it, and a ranker fitted with it
+lists it among its features; one fitted without it ignores it. The cross-encoder's logits of the
+first N candidates by the signals' weighted RRF (`fused_head`) are such a column, under the key
+`RERANKER` (`reranker_columns` turns them into features); a ranker that reads them names N
+(`reranker_depth`) and may carry the ranker fitted without them (`without_reranker`), which stands
+in while the reranker is off.
 
 A linear score over per-candidate features alone is one fixed fusion: a column that is the same for
 every candidate of a request (its length, the best cosine) shifts them all and orders nothing. So a
@@ -45,6 +49,8 @@ __all__ = [
     "FORMAT",
     "RANKER_FILE",
     "RANKER_SIGNALS",
+    "RERANKER",
+    "RERANKER_FEATURES",
     "RRF_K",
     "VERSION",
     "Candidates",
@@ -54,7 +60,9 @@ __all__ = [
     "feature_columns",
     "feature_matrix",
     "feature_parts",
+    "fused_head",
     "load_ranker",
+    "reranker_columns",
 ]
 
 log = logging.getLogger(__name__)
@@ -69,6 +77,9 @@ LEXICAL = ("bm25_description", "tfidf")
 PRODUCT = "*"
 # The reciprocal-rank feature's k: the engine's RRF k, so the old fusion is one weight vector away.
 RRF_K = 5.0
+# The `Candidates.extra` key of the cross-encoder's logits (`reranker_columns` turns them into columns).
+RERANKER = "reranker"
+RERANKER_FEATURES = ("reranker_logit", "reranker_rrf", "reranker_first", "reranker_scored")
 
 
 @dataclass(frozen=True)
@@ -151,8 +162,42 @@ def feature_columns(c: Candidates) -> dict[str, np.ndarray]:
     columns["sentences"] = np.full(n, float(min(c.sentences, 8)))
     columns["catalog"] = np.full(n, math.log1p(c.catalog))
     for name, values in c.extra.items():
-        columns[name] = np.asarray(values, dtype=np.float64)
+        if name == RERANKER:
+            columns.update(reranker_columns(np.asarray(values, dtype=np.float64)))
+        else:
+            columns[name] = np.asarray(values, dtype=np.float64)
     return columns
+
+
+def fused_head(c: Candidates, weights: Mapping[str, float], k: float, depth: int) -> np.ndarray:
+    """Indices of the first `depth` candidates by the signals' weighted RRF (ties in listing order):
+    the ones the reranker scores, before the ranker runs, in the engine and in fitting alike."""
+    fused = np.zeros(len(c))
+    for signal, ranks in c.ranks.items():
+        fused += weights.get(signal, 0.0) / (k + np.asarray(ranks, dtype=np.float64))
+    return np.argsort(-fused, kind="stable")[:depth]
+
+
+def reranker_columns(logits: np.ndarray) -> dict[str, np.ndarray]:
+    """The cross-encoder's say about each candidate, from its logits (NaN: not scored, i.e. beyond
+    the first N of the signals' weighted RRF): the logit (an unscored candidate counts as the worst
+    scored one), its reciprocal rank among the scored, whether it is the reranker's first, and
+    whether it was scored at all."""
+    scored = np.isfinite(logits)
+    n = len(logits)
+    if not scored.any():
+        zeros = np.zeros(n)
+        return {"reranker_logit": zeros, "reranker_rrf": zeros, "reranker_first": zeros, "reranker_scored": zeros}
+    values = np.where(scored, logits, np.min(logits[scored]))
+    order = np.argsort(np.where(scored, -logits, np.inf), kind="stable")
+    ranks = np.empty(n)
+    ranks[order] = np.arange(1, n + 1)
+    return {
+        "reranker_logit": values,
+        "reranker_rrf": np.where(scored, 1.0 / (RRF_K + ranks), 0.0),
+        "reranker_first": (scored & (ranks == 1)).astype(np.float64),
+        "reranker_scored": scored.astype(np.float64),
+    }
 
 
 @dataclass(frozen=True)
@@ -209,10 +254,19 @@ class LearnedRanker:
     # P(some tool of the catalog serves the request), from the best candidate's features; what the
     # weak-match notice reads. None: the best candidate's probability stands in for it.
     match: Linear | None = None
+    # A ranker that reads the reranker's columns: how many of the first candidates (by the signals'
+    # weighted RRF, `fused_head`) the reranker scores for it, as when it was fitted; and the ranker
+    # fitted without them, which stands in while the reranker is off.
+    reranker_depth: int | None = None
+    without_reranker: LearnedRanker | None = None
 
     @property
     def features(self) -> tuple[str, ...]:
         return self.ranking.features
+
+    @property
+    def reads_reranker(self) -> bool:
+        return any(part in RERANKER_FEATURES for name in self.features for part in feature_parts(name))
 
     def probabilities(self, candidates: Candidates) -> np.ndarray:
         return self.scored(candidates)[0]
@@ -250,6 +304,8 @@ class LearnedRanker:
                            "model": None if self.match is None else self.match.as_json()},
             "model_sha256": self.model_digest,
             "about": dict(self.about),
+            **({"reranker": {"depth": self.reranker_depth}} if self.reranker_depth is not None else {}),
+            **({"without_reranker": self.without_reranker.as_json()} if self.without_reranker is not None else {}),
         }
 
     def write(self, path: Path) -> None:
@@ -272,12 +328,20 @@ class LearnedRanker:
             match = weak_match.get("model")
             signals = tuple(str(name) for name in document.get("signals", RANKER_SIGNALS))
             weight = float(document.get("fusion_weight", 1.0))
+            depth = (document.get("reranker") or {}).get("depth")
+            depth = None if depth is None else int(depth)
         except (AttributeError, TypeError, ValueError) as exc:
             raise ConfigError(f"{origin} is malformed: {exc}") from None
         digest = document.get("model_sha256")
-        return cls(ranking, weak_below=None if weak is None else float(weak), weight=weight,
-                   model_digest=str(digest) if digest else None, about=document.get("about") or {}, signals=signals,
-                   match=None if match is None else Linear.from_json(match, f"{origin} (weak_match model)"))
+        without = document.get("without_reranker")
+        ranker = cls(ranking, weak_below=None if weak is None else float(weak), weight=weight,
+                     model_digest=str(digest) if digest else None, about=document.get("about") or {}, signals=signals,
+                     match=None if match is None else Linear.from_json(match, f"{origin} (weak_match model)"),
+                     reranker_depth=depth,
+                     without_reranker=None if without is None else cls.from_json(without, f"{origin} (without_reranker)"))
+        if ranker.reads_reranker and (depth is None or depth < 1):
+            raise ConfigError(f"{origin} is malformed: it reads the reranker's columns but names no reranker depth >= 1")
+        return ranker
 
 
 def load_ranker(folder: Path, name: str = RANKER_FILE) -> tuple[LearnedRanker | None, str]:

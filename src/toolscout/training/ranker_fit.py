@@ -11,7 +11,10 @@ it lacks, so the probability learns what "nothing here serves it" looks like (th
 notice reads it). The engine's own candidate lists for every request (`ToolSearch.candidates`)
 are extracted once per model and cached under `--cache`; the ranker is then fitted on
 them, each request weighing the same. The weak-match threshold is chosen on the dev sets
-(benchmarks/weak_match.py) and written into the same file. Progress on stderr.
+(benchmarks/weak_match.py) and written into the same file. `--reranker-depth N` also fits a ranker
+that reads the reranker's score of the first N candidates (`training.reranker_column`, its logits
+cached under `--scores`) and stores the ranker without it beside it (measured, not shipped:
+docs/benchmarks.md, "Reranker"). Progress on stderr.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import numpy as np
 
 from toolscout.catalog import ToolRecord
 from toolscout.training.data import EVERYDAY_SOURCES, LICENSED_SOURCES
-from toolscout.search.ranker import PRODUCT, RANKER_LOGIT, Candidates, LearnedRanker, Linear, feature_columns, feature_matrix
+from toolscout.search.ranker import PRODUCT, RANKER_LOGIT, RERANKER_FEATURES, Candidates, LearnedRanker, Linear, feature_columns, feature_matrix
 
 __all__ = [
     "CONTEXT",
@@ -50,6 +53,7 @@ __all__ = [
     "fit_match",
     "model_digest",
     "ranking_scores",
+    "reranker_features",
     "sample_catalogs",
 ]
 
@@ -79,6 +83,16 @@ FEATURES = (
     "signals_first", "signals_top5", "name_shared", "name_share", "query_share",
     *(f"{say}{PRODUCT}{context}" for say in SAYS for context in CONTEXT),
 )
+
+
+def reranker_features(products: bool = True) -> tuple[str, ...]:
+    """FEATURES, the reranker's columns (`search.ranker.reranker_columns`) and, with `products`, its
+    logit and reciprocal rank times each of CONTEXT, as the signals' says have."""
+    says = ("reranker_logit", "reranker_rrf")
+    return (*FEATURES, *RERANKER_FEATURES,
+            *((f"{say}{PRODUCT}{context}" for say in says for context in CONTEXT) if products else ()))
+
+
 # What the weak-match model reads of the best candidate (and the ranker's logit of it).
 MATCH_FEATURES = (
     "dense_cosine", "dense_best", "dense_gap", "bm25_description_ratio", "bm25_description_best", "tfidf_ratio",
@@ -330,6 +344,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--weak-below", type=float, default=None,
                         help="weak-match threshold to store (choose it with benchmarks/weak_match.py)")
+    parser.add_argument("--reranker-depth", type=int, default=0,
+                        help="also read the reranker's score of the first N candidates (0: not; the ranker "
+                             "without it is stored beside, for when the reranker is off)")
+    parser.add_argument("--reranker", default="bundled", help="the reranker whose score it reads")
+    parser.add_argument("--scores", type=Path, default=Path("runs/reranker-scores"), help="reranker score cache folder")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
     catalogs = sample_catalogs(args.train, seed=args.seed)
@@ -346,10 +365,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.weak_below is not None:
         ranker = dataclasses.replace(ranker, weak_below=args.weak_below)
     log.info("training replay: %s", ranking_scores(ranker, examples))
+    if args.reranker_depth > 0:
+        ranker = with_reranker(ranker, examples, catalogs, args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     ranker.write(args.out)
     log.info("wrote %s", args.out)
     return 0
+
+
+def with_reranker(plain: LearnedRanker, examples: Sequence[Example], catalogs: Sequence[Catalog],
+                  args: argparse.Namespace) -> LearnedRanker:
+    """The ranker refitted with the reranker's columns at depth `args.reranker_depth` (and their
+    products with CONTEXT), `plain` stored beside it for when the reranker is off."""
+    from toolscout.index.cross_encoder import load_cross_encoder
+    from toolscout.index.model_files import BUNDLED_RERANKER_DIR, file_digest, resolve_model
+    from toolscout.search.settings import SearchSettings
+    from toolscout.training.reranker_column import ScoreCache, documents_of, score_heads, with_reranker_column
+
+    location = resolve_model(args.reranker, bundled=BUNDLED_RERANKER_DIR, what="reranker")
+    assert location is not None and location.onnx_file is not None, "the reranker needs its ONNX file"
+    scorer = load_cross_encoder(location, work_dir=SearchSettings().resolved_cache_dir)
+    cache = ScoreCache.of(args.scores, model_digest(args.model), file_digest(location.onnx_file), "train")
+    score_heads(scorer.logits, examples, documents_of([t for c in catalogs for t in c.tools]), cache,
+                args.reranker_depth, "training")
+    scored = with_reranker_column(examples, cache, args.reranker_depth)
+    about = {**plain.about, "reranker": f"{location.identity}, its logit of the first {args.reranker_depth} "
+                                        f"candidates by the signals' weighted RRF"}
+    ranker = fit(scored, reranker_features(), l2=args.l2, about=about, digest=plain.model_digest)
+    ranker = dataclasses.replace(ranker, weight=plain.weight, weak_below=plain.weak_below,
+                                 match=fit_match(scored, ranker), reranker_depth=args.reranker_depth,
+                                 without_reranker=plain)
+    log.info("training replay with the reranker: %s", ranking_scores(ranker, scored))
+    return ranker
 
 
 if __name__ == "__main__":
