@@ -3,6 +3,7 @@ and search latency at 70, 4k and 20k tools as a ratio to one query encode in the
 
     .venv/bin/python benchmarks/rerank.py --reranker bundled
     .venv/bin/python benchmarks/rerank.py --reranker runs/reranker-model --limit 100   # quick look
+    .venv/bin/python benchmarks/rerank.py --skip quality --ranker RANKER.json   # as the ranker's column
 
 Quality: each query is searched once by the default engine without the reranker (the fused
 ranking); the reranker scores the first max(N) tools after any exact name match, once; every
@@ -15,9 +16,12 @@ spread over the file, default 1,000 of 16,893 queries); the bundled set is its E
 
 Latency: `search(query, limit=10)` of engines built with the reranker off and at each N, warm,
 over `--latency-queries` requests, and the query encoder's `encode([query])` over the same requests
-in the same run. 70 tools: the bundled set; 4k: toolbench_stb; 20k: every dev set's tools together,
-copied under renamed servers up to 20,000 (toolbench_stb's requests). Embeddings go to the user
-cache, as the engine's do, so reruns skip the 20k-tool encoding. Progress goes to stderr.
+in the same run; with `--ranker` (a ranker.json that reads the reranker's score), engines with the
+reranker off (the ranker fitted without it stands in) and on as that ranker's column
+(`rerank_mode="feature"`). 70 tools: the bundled set; 4k: toolbench_stb; 20k: every dev set's tools together,
+copied under new ids up to 20,000 (same documents, so their embeddings come from the cache; a
+signal's cost is the catalog's size; toolbench_stb's requests). `--sizes` picks among them.
+Embeddings go to the user cache, as the engine's do. Progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -212,7 +216,9 @@ def catalogs() -> list[tuple[str, tuple[ToolRecord, ...], list[str]]]:
     large: list[ToolRecord] = []
     copy = 0
     while len(large) < 20_000:
-        large += [replace(t, id=f"{t.id}~{copy}", server=f"{t.server} {copy}") if copy else t for t in every]
+        # Copies under new ids keep their documents, so their embeddings come from the cache: a
+        # signal's cost is the catalog's size, not what the tools say.
+        large += [replace(t, id=f"{t.id}~{copy}") if copy else t for t in every]
         copy += 1
     return [
         ("70", bundled, [q.text for q in load_queries(BUNDLED / "queries.jsonl")]),
@@ -232,13 +238,11 @@ def latency(args: argparse.Namespace, spec: str) -> list[str]:
         "| tools | reranker | search p50 (ms) | search p95 (ms) | encode p50 (ms) | p50 / encode |",
         "|---|---|---:|---:|---:|---:|",
     ])
-    for size, tools, requests in catalogs():
+    for size, tools, requests in [c for c in catalogs() if c[0] in args.sizes]:
         requests = list(sample_queries(requests, args.latency_queries))  # type: ignore[arg-type]
         dataset = Dataset(name=size, tools=tools, queries=tuple(Query(id=str(i), text=t, relevant=("-",)) for i, t in enumerate(requests)))
-        for depth in (None, *args.depths):
-            settings = replace(SearchSettings(), cache_dir=CACHE, reranker=spec if depth else None,
-                               rerank_depth=depth or 1, rerank_mode="reorder")
-            log(f"latency: {size} tools, reranker {'off' if depth is None else f'top {depth}'}: building")
+        for label, settings in setups(args, spec):
+            log(f"latency: {size} tools, reranker {label}: building")
             engine, seconds = build_engine(settings, dataset)
             log(f"latency: built in {seconds:.1f} s")
             rank = engine_ranker(engine)
@@ -251,10 +255,22 @@ def latency(args: argparse.Namespace, spec: str) -> list[str]:
                 encoder.encode([text])
                 encodes.append((time.perf_counter() - started) * 1000)
             encode = float(np.percentile(encodes, 50))
-            label = "off" if depth is None else f"top {depth}"
             emit(lines, [f"| {size} | {label} | {summary.latency_ms_p50:.1f} | {summary.latency_ms_p95:.1f} | "
                          f"{encode:.1f} | {summary.latency_ms_p50 / encode:.1f} |"])
     return lines
+
+
+def setups(args: argparse.Namespace, spec: str) -> list[tuple[str, SearchSettings]]:
+    """The engines timed: without the reranker and with it at each depth (after fusion, reorder);
+    with `--ranker`, without it and with it as that ranker's column (the depth the ranker names)."""
+    base = replace(SearchSettings(), cache_dir=CACHE)
+    if args.ranker is not None:
+        ranker = replace(base, ranker_file=args.ranker)
+        return [("off", replace(ranker, reranker=None)),
+                ("as the ranker's column", replace(ranker, reranker=spec, rerank_mode="feature"))]
+    return [("off", replace(base, reranker=None)),
+            *((f"top {depth}", replace(base, reranker=spec, rerank_depth=depth, rerank_mode="reorder"))
+              for depth in args.depths)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,6 +284,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", type=lambda s: s.split(","), help="only these sets (default: every one)")
     parser.add_argument("--latency-queries", type=int, default=100)
     parser.add_argument("--skip", choices=("quality", "latency"), help="leave one part out")
+    parser.add_argument("--ranker", type=Path,
+                        help="latency: a ranker.json that reads the reranker's score, timed with the reranker off and on")
+    parser.add_argument("--sizes", type=lambda s: s.split(","), default=["70", "4k", "20k"],
+                        help="latency: catalog sizes to time (70, 4k, 20k)")
     parser.add_argument("--update-docs", type=Path, help="markdown file whose rerank block to rewrite")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")

@@ -182,7 +182,7 @@ def test_blending_and_reordering_permute_only_the_candidates_among_their_places(
 
 
 def test_the_reranker_settings_are_checked() -> None:
-    with pytest.raises(ValueError, match="rerank_mode must be one of reorder, blend"):
+    with pytest.raises(ValueError, match="rerank_mode must be one of feature, reorder, blend"):
         SearchSettings(rerank_mode="sideways")
     with pytest.raises(ValueError, match="rerank_depth must be >= 1"):
         SearchSettings(rerank_depth=0)

@@ -52,12 +52,13 @@ from toolscout.search.catalog_index import IDENTIFIER, catalog_index
 from toolscout.search.confidence import GAP_RANK, MatchStrength, match_strength
 from toolscout.search.destructive import asks_to_destroy, demote_destructive
 from toolscout.search.fusion import Fusion, weighted_rrf
-from toolscout.search.ranker import RANKER_SIGNALS, Candidates, LearnedRanker
+from toolscout.search.ranker import RANKER_SIGNALS, RERANKER, Candidates, LearnedRanker, fused_head
 from toolscout.search.rerank import Reranker, reranked
 from toolscout.search.sentences import add_best_part, mean_direction, request_parts
 from toolscout.search.settings import LEARNED_SIGNALS, SearchSettings
 
 if TYPE_CHECKING:
+    from toolscout.index.cross_encoder import CrossEncoderScorer
     from toolscout.index.tfidf import FitStore
 
 __all__ = ["PENDING_NOTICE", "SignalRankings", "ToolSearch"]
@@ -213,10 +214,15 @@ class ToolSearch:
             # rescore its first tools.
             if self._embedder is not None:
                 self._embedder.encoder()
-            if self._reranker is not None:
+            if self._reranker is not None and self._reranker_runs():
                 self._reranker.scorer()
             if self._embedder is not None:
                 self._complete(self._embedder, progress)
+
+    def _reranker_runs(self) -> bool:
+        """Whether the reranker runs on searches: after fusion (modes blend, reorder), or before the
+        learned ranker when the ranker loaded reads its score (mode feature)."""
+        return self.settings.rerank_mode != "feature" or self._fusion.wants_reranker()
 
     def _complete(self, embedder: Embedder, progress: ProgressCallback | None) -> None:
         while True:
@@ -285,14 +291,17 @@ class ToolSearch:
         ranked = self._rankings(snapshot, signals, text, depth, servers, whole)
         encoder = self._embedder.encoder(self.model_wait) if "dense" in signals and self._embedder else None
         ranker, fusion = self._fusion.ranker(signals, encoder.model_id if encoder is not None else None)
+        feature = _RerankerColumn(text, snapshot, self._feature_scorer(ranker))
+        if ranker is not None and ranker.reads_reranker and feature.scorer is None:
+            ranker, fusion = self._fusion.without_reranker(ranker, self._reranker_off())
         orders = ranker is not None and settings.fusion == "learned"
         sentences = max(len(parts), 1)
-        fused, probability, learned = self._fuse(snapshot, ranked, ranker, orders, sentences, depth)
+        fused, probability, learned = self._fuse(snapshot, ranked, ranker, orders, sentences, depth, feature)
         part_fusions = [
             self._fuse(
                 snapshot,
                 self._rankings(snapshot, signals, part, depth, servers, None if vectors is None else vectors[i]),
-                ranker if orders else None, orders, 1, depth,
+                ranker if orders else None, orders, 1, depth, feature,
             )[0]
             for i, part in enumerate(parts)
         ]
@@ -301,7 +310,10 @@ class ToolSearch:
         elif ranker is not None:
             fusion = f"{fusion}: its order is one vote beside the signals in weighted RRF (weight {ranker.weight:g})"
         order, scores, exact = self._adjusted(snapshot, text, servers, fused, part_fusions)
-        order, scores, rerank_scores = self._reranked(snapshot, text, order, scores, exact)
+        if settings.rerank_mode == "feature":
+            rerank_scores = feature.shown()
+        else:
+            order, scores, rerank_scores = self._reranked(snapshot, text, order, scores, exact)
         positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in ranked.positions.items()}
         if learned:
             positions[LEARNED] = {p: rank for rank, p in enumerate(learned, start=1)}
@@ -329,6 +341,7 @@ class ToolSearch:
         orders: bool,
         sentences: int,
         depth: int,
+        feature: _RerankerColumn,
     ) -> tuple[list[tuple[int, float]], float | None, list[int]]:
         """Fused (position, score) best first; with the learned ranker also the probability that its
         best candidate serves the request, and its order (when it `orders`; else weighted RRF
@@ -346,6 +359,9 @@ class ToolSearch:
         candidates = _candidates(snapshot, ranked, ranker.signals, sentences, depth)
         if not len(candidates):
             return [], None, []
+        if ranker.reads_reranker:
+            assert ranker.reranker_depth is not None, "a ranker reading the reranker names its depth"
+            candidates = feature.added(candidates, settings, ranker.reranker_depth)
         probabilities, served = ranker.scored(candidates)
         if not orders:
             return ranked.fuse(settings.weights, settings.rrf_k), served, []
@@ -395,6 +411,27 @@ class ToolSearch:
             exact.sort(key=lambda p: -scores.get(p, 0.0))
             order = exact + [p for p in order if p not in set(exact)]
         return order, scores, exact
+
+    def _feature_scorer(self, ranker: LearnedRanker | None) -> CrossEncoderScorer | None:
+        """The reranker's scorer when `ranker` reads its score and it can run now, else None."""
+        if ranker is None or not ranker.reads_reranker or self._reranker is None or self.settings.fusion != "learned":
+            return None
+        if self.settings.rerank_mode != "feature":
+            return None
+        return self._reranker.scorer(self.model_wait)
+
+    def _reranker_off(self) -> str:
+        """Why the reranker cannot feed the learned ranker on this search (for `--explain`)."""
+        settings = self.settings
+        if self._reranker is None:
+            return "the reranker is off"
+        if settings.fusion != "learned":
+            return "fusion is weighted RRF"
+        if settings.rerank_mode != "feature":
+            return f"the reranker runs after fusion ({settings.rerank_mode})"
+        if self._reranker.error is not None:
+            return f"the reranker is unavailable: {self._reranker.error}"
+        return "the reranker is still loading"
 
     def _reranked(
         self, snapshot: _Snapshot, text: str, order: list[int], scores: dict[int, float], exact: list[int]
@@ -467,6 +504,36 @@ class ToolSearch:
         if self._embedder.error is not None:
             return f"semantic search is unavailable ({self._embedder.error}); results use keyword signals only"
         return None if snapshot.embedded else PENDING_NOTICE
+
+
+class _RerankerColumn:
+    """The reranker's logits of one request's first candidates, as the learned ranker's column:
+    scored once, in one call, for the whole request; each sentence's candidates reuse them (a
+    sentence's tool that the whole request's first N lack is unscored, as in fitting)."""
+
+    def __init__(self, text: str, snapshot: _Snapshot, scorer: CrossEncoderScorer | None) -> None:
+        self.text = text
+        self.snapshot = snapshot
+        self.scorer = scorer
+        self.logits: dict[int, float] | None = None
+
+    def added(self, candidates: Candidates, settings: SearchSettings, depth: int) -> Candidates:
+        """`candidates` with the column (NaN where not scored)."""
+        if self.logits is None:
+            assert self.scorer is not None, "the reranker's column asked for without a reranker"
+            head = candidates.positions[fused_head(candidates, settings.weights, settings.rrf_k, depth)].tolist()
+            values = self.scorer.logits(self.text, [dense_document(self.snapshot.tools[p]) for p in head])
+            self.logits = dict(zip(head, map(float, values)))
+        column = np.array([self.logits.get(int(p), np.nan) for p in candidates.positions])
+        return replace(candidates, extra={**candidates.extra, RERANKER: column})
+
+    def shown(self) -> dict[int, float]:
+        """The reranker's score (after its activation) of each tool it scored, for `--explain`."""
+        if not self.logits or self.scorer is None:
+            return {}
+        positions = list(self.logits)
+        scores = self.scorer.activated(np.array([self.logits[p] for p in positions]))
+        return dict(zip(positions, map(float, scores)))
 
 
 def _candidates(

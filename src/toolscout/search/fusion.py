@@ -14,7 +14,7 @@ from collections.abc import Collection, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from toolscout.search.ranker import FEATURE_NAMES, LearnedRanker, feature_parts, load_ranker
+from toolscout.search.ranker import FEATURE_NAMES, RERANKER_FEATURES, LearnedRanker, feature_parts, load_ranker
 from toolscout.search.settings import SearchSettings
 
 __all__ = ["Fusion", "weighted_rrf"]
@@ -59,10 +59,25 @@ class Fusion:
         off = [name for name in ranker.signals if name not in ready]
         if off:
             return None, f"weighted RRF (the learned ranker needs {', '.join(off)})"
-        unknown = sorted({p for name in ranker.features for p in feature_parts(name) if p not in FEATURE_NAMES})
+        known = (*FEATURE_NAMES, *RERANKER_FEATURES)
+        unknown = sorted({p for name in ranker.features for p in feature_parts(name) if p not in known})
         if unknown:
             return None, f"weighted RRF (the learned ranker reads {', '.join(unknown)}, which this search lacks)"
         return ranker, reason
+
+    def wants_reranker(self) -> bool:
+        """Whether the ranker this fusion would load reads the reranker's score (so the reranker
+        runs before it); loading the ranker file if need be."""
+        ranker, _ = self._load()
+        return self.settings.fusion == "learned" and ranker is not None and ranker.reads_reranker
+
+    @staticmethod
+    def without_reranker(ranker: LearnedRanker, why: str) -> tuple[LearnedRanker | None, str]:
+        """What stands in for a ranker that reads the reranker's score when the reranker cannot run
+        (`why`): the ranker fitted without that column, stored beside it, else weighted RRF."""
+        if ranker.without_reranker is not None:
+            return ranker.without_reranker, f"learned ranker without the reranker's score ({why})"
+        return None, f"weighted RRF (the learned ranker reads the reranker's score, and {why})"
 
     def _load(self) -> tuple[LearnedRanker | None, str]:
         with self._lock:

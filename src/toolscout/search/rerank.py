@@ -1,5 +1,9 @@
 """Rescoring the first fused candidates with the cross-encoder (`toolscout.index.cross_encoder`).
 
+Where the learned ranker reads the reranker's score (`SearchSettings.rerank_mode` "feature"), the
+engine hands the scorer loaded here to the ranker's column (`toolscout.search.engine`); the modes
+below, after fusion, are the other way of using it.
+
 The model is loaded once, on first need: in the worker thread that runs `ToolSearch.complete`,
 after the embedding model, or by the first search when nothing completes. Missing or unusable
 files turn the reranker off with one log line, never an error: searches keep the fused order.
@@ -74,7 +78,10 @@ class Reranker:
             log.warning("reranker off, results keep the fused order: %s", self.error)
             return None
         settings = self._settings
-        log.info("reranker %s rescores the first %d tools (%s)", spec, settings.rerank_depth, settings.rerank_mode)
+        if settings.rerank_mode == "feature":
+            log.info("reranker %s scores the first candidates for the learned ranker", spec)
+        else:
+            log.info("reranker %s rescores the first %d tools (%s)", spec, settings.rerank_depth, settings.rerank_mode)
         return scorer
 
 

@@ -77,10 +77,13 @@ DEFAULT_INTENT_NEIGHBOURS = 10
 # for the tool-retrieval model (benchmarks/intent_floor.py), and 0.55 is still the best.
 DEFAULT_INTENT_MIN_SIMILARITY = 0.55
 DEFAULT_INTENT_FULL_VOTE = 0.6
-# How the reranker's scores combine with the fused ranking of the first rerank_depth tools:
-#   reorder  sort them by the reranker's score alone;
-#   blend    sort them by 1/(rrf_k + fused rank) + rerank_weight/(rrf_k + reranker rank).
-RERANK_MODES = ("reorder", "blend")
+# How the reranker's scores join the ranking:
+#   feature  its score of the first candidates is a column of the learned ranker, when the ranker
+#            loaded reads one (it then scores as many as the ranker was fitted with); else it
+#            does nothing and is never loaded;
+#   reorder  after fusion, sort the first rerank_depth tools by its score alone;
+#   blend    after fusion, sort them by 1/(rrf_k + fused rank) + rerank_weight/(rrf_k + reranker rank).
+RERANK_MODES = ("feature", "reorder", "blend")
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,8 @@ class SearchSettings:
     # How many of the first fused tools it rescores (one model run each: the cost of a search).
     rerank_depth: int = 5
     # RERANK_MODES; `rerank_weight` is the reranker's share in "blend". Blending beat reordering on
-    # every set measured (reordering lost 0.07 top-1 on etom_mcp).
+    # every set measured (reordering lost 0.07 top-1 on etom_mcp). "feature" feeds a ranker fitted
+    # with the reranker's score (`ranker_file`); the shipped ranker is not (docs/benchmarks.md).
     rerank_mode: str = "blend"
     rerank_weight: float = 1.0
     # "learned": the learned ranker beside the embedding model (toolscout.search.ranker) orders the
