@@ -508,8 +508,8 @@ class ToolSearch:
 
 class _RerankerColumn:
     """The reranker's logits of one request's first candidates, as the learned ranker's column:
-    scored once, in one call, for the whole request; each sentence's candidates reuse them (a
-    sentence's tool that the whole request's first N lack is unscored, as in fitting)."""
+    scored once, in one call, for the whole request (what the ranker was fitted on); each sentence's
+    candidates reuse them, a tool outside the whole request's first N being unscored."""
 
     def __init__(self, text: str, snapshot: _Snapshot, scorer: CrossEncoderScorer | None) -> None:
         self.text = text
