@@ -11,7 +11,9 @@ ranker.json (`toolscout.search.confidence`). Measured on
   alarms = share flagged.
 The threshold chosen is the highest whose false alarms stay within `--max-false-alarms` on every
 dev set (all its catalogs together); `--write` stores it in the ranker file. The cosine rule it
-replaces (the fallback without a ranker) is measured on the same requests. The engine's candidate
+replaces (the fallback without a ranker) is measured on the same requests, and with `--reranker N`
+the cross-encoder's best logit among the first N candidates of the signals' weighted RRF (its
+own threshold, chosen under the same bound). The engine's candidate
 lists are cached under runs/ranker (once per model). Prints markdown; progress on stderr.
 
     .venv/bin/python benchmarks/weak_match.py [--model bundled] [--ranker FILE] [--write]
@@ -95,6 +97,32 @@ def cosine_rule(example: Example) -> bool:
     return c.catalog >= GAP_RANK and c.best["dense"] < MAX_COSINE and c.dense_gap < MAX_GAP
 
 
+def highest_threshold(infeasible: np.ndarray, feasible: dict[str, np.ndarray], max_false_alarms: float) -> float:
+    """The highest score below which a request is flagged, with at most `max_false_alarms` of every
+    dev set's feasible requests flagged."""
+    candidates = np.unique(np.concatenate([infeasible, *feasible.values()]))
+    allowed = [t for t in candidates if all((p < t).mean() <= max_false_alarms for p in feasible.values())]
+    return float(max(allowed)) if allowed else float(candidates.min()) if candidates.size else 0.0
+
+
+def reranker_best(examples: list[Example], tested: list[Catalog], model: str, depth: int) -> dict[tuple[str, str], float]:
+    """The reranker's best logit among each request's first `depth` candidates (weighted-RRF order),
+    cached under runs/reranker-scores."""
+    from toolscout.index.cross_encoder import load_cross_encoder
+    from toolscout.index.model_files import BUNDLED_RERANKER_DIR, file_digest, resolve_model
+    from toolscout.search.settings import SearchSettings
+    from toolscout.training.ranker_fit import model_digest
+    from toolscout.training.reranker_column import ScoreCache, documents_of, score_heads
+
+    location = resolve_model("bundled", bundled=BUNDLED_RERANKER_DIR, what="reranker")
+    assert location is not None and location.onnx_file is not None
+    cache = ScoreCache.of(ROOT / "runs" / "reranker-scores", model_digest(model), file_digest(location.onnx_file), "weak")
+    scorer = load_cross_encoder(location, work_dir=SearchSettings().resolved_cache_dir)
+    tools = {t.id: t for c in tested for t in c.tools}
+    score_heads(scorer.logits, examples, documents_of(list(tools.values())), cache, depth, "weak-match requests")
+    return {key: float(np.max(logits[:depth])) for key, (_, logits) in cache.rows.items() if len(logits)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bench", type=Path, default=BENCH)
@@ -103,29 +131,41 @@ def main() -> int:
     parser.add_argument("--max-false-alarms", type=float, default=0.01)
     parser.add_argument("--write", action="store_true", help="store the chosen threshold in the ranker file")
     parser.add_argument("--cache", type=Path, default=ROOT / "runs" / "ranker")
+    parser.add_argument("--reranker", type=int, default=0, metavar="N",
+                        help="also measure the reranker's best logit among the first N candidates as the signal")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     path = args.ranker or _beside_model(args.model)
     ranker = LearnedRanker.from_json(json.loads(path.read_text(encoding="utf-8")), str(path))
-    examples = extract(args.model, catalogs(args.bench), args.cache, log.info)
-    groups: dict[str, list[tuple[str, float, bool]]] = defaultdict(list)  # dev set -> (size, p, old rule)
+    tested = catalogs(args.bench)
+    examples = extract(args.model, tested, args.cache, log.info)
+    logits = reranker_best(examples, tested, args.model, args.reranker) if args.reranker else {}
+    # dev set -> (size, probability, old rule, reranker's best logit)
+    groups: dict[str, list[tuple[str, float, bool, float]]] = defaultdict(list)
     for example in examples:
         name, size = example.catalog.rsplit("@", 1)
-        groups[name].append((size, best_probability(ranker, example), cosine_rule(example)))
-    infeasible = np.array([p for _, p, _ in groups["etom_mcp infeasible"]])
-    feasible = {name: np.array([p for _, p, _ in rows]) for name, rows in groups.items() if name != "etom_mcp infeasible"}
-    candidates = np.unique(np.concatenate([infeasible, *feasible.values()]))
-    allowed = [t for t in candidates if all((p < t).mean() <= args.max_false_alarms for p in feasible.values())]
-    threshold = float(max(allowed)) if allowed else 0.0
+        groups[name].append((size, best_probability(ranker, example), cosine_rule(example),
+                             logits.get((example.catalog, example.text), np.inf)))
+
+    def split(column: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        infeasible = np.array([r[column] for r in groups["etom_mcp infeasible"]])
+        return infeasible, {n: np.array([r[column] for r in rows]) for n, rows in groups.items() if n != "etom_mcp infeasible"}
+
+    threshold = highest_threshold(*split(1), args.max_false_alarms)
     print(f"Learned ranker {path.name} ({args.model}); threshold chosen: best probability < {threshold:.4f} "
           f"(false alarms <= {args.max_false_alarms:.0%} on every dev set; stored: {ranker.weak_below})\n")
+    rules = [("ranker", lambda r: r[1] < threshold), ("cosine (old)", lambda r: r[2])]
+    if args.reranker:
+        below = highest_threshold(*split(3), args.max_false_alarms)
+        print(f"Reranker: best logit among the first {args.reranker} < {below:.2f} (same bound)\n")
+        rules.append((f"reranker, first {args.reranker}", lambda r: r[3] < below))
     sizes = ["own", *map(str, SIZES)]
     print("| requests | rule | " + " | ".join(f"{s} tools" if s != "own" else "own catalog" for s in sizes) + " | all |")
     print("|---|---|" + "---:|" * (len(sizes) + 1))
     for name, rows in groups.items():
         label = "recall" if name == "etom_mcp infeasible" else "false alarms"
-        for rule, flagged in (("ranker", lambda r: r[1] < threshold), ("cosine (old)", lambda r: r[2])):
+        for rule, flagged in rules:
             cells = []
             for size in sizes:
                 chosen = [r for r in rows if r[0] == size]
