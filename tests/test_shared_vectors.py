@@ -92,3 +92,27 @@ def test_a_tfidf_fit_is_made_once_and_read_back_by_every_replica(postgres: Postg
         TfidfRetriever([*corpus, [f"tool{n}"]], store=StoredFits(PostgresStateStore(url)))
     with psycopg.connect(url) as connection:
         assert connection.execute("SELECT count(*) FROM tfidf_fits").fetchone() == (KEEP,)
+
+
+def test_a_bulk_write_refreshes_the_planners_statistics(postgres: PostgresServer) -> None:
+    """A replica reading vectors right after another filled the table must not meet a planner
+    without statistics (it would scan every vector for each lookup): a writer analyzes the table
+    after ANALYZE_EVERY vectors."""
+    from toolscout.state.vectors import ANALYZE_EVERY
+
+    url = postgres.database("analyzed")
+    cache = StoredEmbeddings(PostgresStateStore(url))
+
+    def analyzed() -> bool:
+        with psycopg.connect(url) as connection:
+            row = connection.execute(
+                "SELECT last_analyze FROM pg_stat_user_tables WHERE relname = 'embeddings'"
+            ).fetchone()
+        return row is not None and row[0] is not None
+
+    vectors = {f"h{n}": np.array([n, 1.0], dtype=np.float32) for n in range(ANALYZE_EVERY)}
+    cache.put("m1", dict(list(vectors.items())[:10]))
+    assert not analyzed()
+    cache.put("m1", vectors)
+    assert analyzed()
+    assert cache.get("m1", ["h9999"])["h9999"].tolist() == [9999.0, 1.0]
