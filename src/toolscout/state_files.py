@@ -64,13 +64,15 @@ def set_aside(path: Path, problem: str) -> Path:
 
 
 def open_or_set_aside(path: Path, open_it: Callable[[], T]) -> T:
-    """`open_it()`; if it finds the SQLite file at `path` damaged, set the file aside and open a
-    fresh one. Errors that are not damage (locked, no permission, no space) are raised as they are."""
+    """`open_it()`; if it finds the SQLite file at `path` damaged (a `sqlite3.DatabaseError`, raised
+    as it is or as the cause of the error a store raises), set the file aside and open a fresh one.
+    Errors that are not damage (locked, no permission, no space) are raised as they are."""
     try:
         return open_it()
-    except sqlite3.DatabaseError as exc:
-        if isinstance(exc, sqlite3.OperationalError) or not path.exists():
+    except Exception as exc:
+        damage = exc if isinstance(exc, sqlite3.DatabaseError) else exc.__cause__
+        if not isinstance(damage, sqlite3.DatabaseError) or isinstance(damage, sqlite3.OperationalError) or not path.exists():
             raise
-        set_aside(path, str(exc))
+        set_aside(path, str(damage))
     private_file(path)
     return open_it()

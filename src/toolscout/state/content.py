@@ -9,10 +9,8 @@ backups keep and cache cleaners must not touch, and at 100,000 tools the vectors
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
-from toolscout.errors import StateError
 from toolscout.state.store import StateStore
 
 __all__ = ["CACHE_FILE", "open_content_store"]
@@ -28,15 +26,8 @@ def open_content_store(shared: str | None, cache_dir: Path) -> StateStore:
 
         return PostgresStateStore(shared)
     from toolscout.state.sqlite import SqliteStateStore
-    from toolscout.state_files import set_aside
+    from toolscout.state_files import open_or_set_aside
 
     path = cache_dir / CACHE_FILE
-    try:
-        return SqliteStateStore(path)
-    except StateError as exc:
-        damage = exc.__cause__
-        # Locked, no permission, no space: not damage, and raised as it is.
-        if not isinstance(damage, sqlite3.DatabaseError) or isinstance(damage, sqlite3.OperationalError):
-            raise
-        set_aside(path, str(damage))
-    return SqliteStateStore(path)
+    return open_or_set_aside(path, lambda: SqliteStateStore(path))
+
