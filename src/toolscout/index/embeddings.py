@@ -19,6 +19,7 @@ import numpy as np
 
 from toolscout.index.base import Encoder
 from toolscout.index.model_files import ModelLocation
+from toolscout.state.content import ContentStore
 from toolscout.state.vectors import StoredEmbeddings, text_hash
 
 if TYPE_CHECKING:  # search/ builds on index/, not the other way round
@@ -35,8 +36,12 @@ _MEMORY_LIMIT = 100_000
 
 
 class Embedder:
-    def __init__(self, settings: SearchSettings, encoder: Encoder | None = None) -> None:
+    def __init__(
+        self, settings: SearchSettings, encoder: Encoder | None = None, content: ContentStore | None = None
+    ) -> None:
         self._settings = settings
+        # Where vectors are kept: the engine's content store when it shares one, else its own.
+        self._content = content or ContentStore(settings.shared_vectors, settings.resolved_cache_dir)
         self._encoder = encoder
         self._load_lock = threading.Lock()
         # Why the model could not be used, once loading failed; searches then stay keyword-only.
@@ -106,10 +111,8 @@ class Embedder:
 
     def _disk(self, model_id: str) -> StoredEmbeddings | None:
         if self._cache is None:
-            from toolscout.state.content import open_content_store
-
             try:
-                store = open_content_store(self._settings.shared_vectors, self._settings.resolved_cache_dir)
+                store = self._content.get()
             except Exception as exc:  # an unusable store slows restarts but breaks nothing
                 log.warning("embedding store unavailable (%s); embeddings are not kept", exc)
                 return None

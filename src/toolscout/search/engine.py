@@ -56,6 +56,7 @@ from toolscout.search.ranker import RANKER_SIGNALS, RERANKER, Candidates, Learne
 from toolscout.search.rerank import Reranker, reranked
 from toolscout.search.sentences import add_best_part, mean_direction, request_parts
 from toolscout.search.settings import LEARNED_SIGNALS, SearchSettings
+from toolscout.state.content import ContentStore
 
 if TYPE_CHECKING:
     from toolscout.index.cross_encoder import CrossEncoderScorer
@@ -140,7 +141,8 @@ class ToolSearch:
         self._dense_on = self.settings.enabled("dense")
         self._intent_on = self.settings.enabled("intent")
         wants_model = self._dense_on or self._intent_on
-        self._embedder = Embedder(self.settings, encoder) if wants_model else None
+        self._content = ContentStore(self.settings.shared_vectors, self.settings.resolved_cache_dir)
+        self._embedder = Embedder(self.settings, encoder, self._content) if wants_model else None
         self._reranker = None if self.settings.rerank_disabled else Reranker(self.settings)
         self._fusion = Fusion(self.settings)
         self._fits: tuple[FitStore, FitStore] | None = None
@@ -195,11 +197,10 @@ class ToolSearch:
         """Where catalog indexes and TF-IDF fits are kept: with the embeddings
         (`toolscout.state.content`); None (built every time) when that store cannot be used."""
         if self._fits is None:
-            from toolscout.state.content import open_content_store
             from toolscout.state.fits import StoredFits
 
             try:
-                store = open_content_store(self.settings.shared_vectors, self.settings.resolved_cache_dir)
+                store = self._content.get()
             except Exception as exc:  # noqa: BLE001 - building again costs time, never an answer
                 log.warning("catalog indexes and TF-IDF fits are not kept (%s)", exc)
                 return None, None

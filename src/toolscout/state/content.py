@@ -9,11 +9,12 @@ backups keep and cache cleaners must not touch, and at 100,000 tools the vectors
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from toolscout.state.store import StateStore
 
-__all__ = ["CACHE_FILE", "open_content_store"]
+__all__ = ["CACHE_FILE", "ContentStore", "open_content_store"]
 
 # The name the vectors had before they were a state store; such a file opens in place.
 CACHE_FILE = "embeddings.sqlite3"
@@ -31,3 +32,20 @@ def open_content_store(shared: str | None, cache_dir: Path) -> StateStore:
     path = cache_dir / CACHE_FILE
     return open_or_set_aside(path, lambda: SqliteStateStore(path))
 
+
+class ContentStore:
+    """One engine's content store, opened at first need and shared by everything the engine keeps
+    there (embeddings, TF-IDF fits, catalog indexes): one connection and one schema check, not one
+    each. A store that cannot be opened is tried again at the next need (StateError until then)."""
+
+    def __init__(self, shared: str | None, cache_dir: Path) -> None:
+        self._shared = shared
+        self._cache_dir = cache_dir
+        self._store: StateStore | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> StateStore:
+        with self._lock:
+            if self._store is None:
+                self._store = open_content_store(self._shared, self._cache_dir)
+            return self._store
