@@ -10,8 +10,10 @@ ranker.json (`toolscout.search.confidence`). Measured on
   4,000 tools holding each request's tools, filled with its set's tools then other dev tools: false
   alarms = share flagged.
 The threshold chosen is the highest whose false alarms stay within `--max-false-alarms` on every
-dev set (all its catalogs together); `--write` stores it in the ranker file. The cosine rule it
-replaces (the fallback without a ranker) is measured on the same requests, and with `--reranker N`
+dev set (all its catalogs together); `--write` stores it in the ranker file. The cosine rule (the
+fallback where the ranker cannot run: best cosine and gap below two thresholds) gets its own
+thresholds under the same bound, the pair of a 0.01 grid that flags the most infeasible requests;
+`--write` stores them beside the ranker's. With `--reranker N`
 the cross-encoder's best logit among the first N candidates of the signals' weighted RRF (its
 own threshold, chosen under the same bound). The engine's candidate
 lists are cached under runs/ranker (once per model). Prints markdown; progress on stderr.
@@ -33,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from toolscout.eval.dev_sets import dev_sets
-from toolscout.search.confidence import GAP_RANK, MAX_COSINE, MAX_GAP
+from toolscout.search.confidence import GAP_RANK, CosineRule
 from toolscout.search.ranker import RANKER_FILE, LearnedRanker
 from toolscout.training.ranker_fit import SIZES, Catalog, Example, extract
 
@@ -92,9 +94,28 @@ def best_probability(ranker: LearnedRanker, example: Example) -> float:
     return ranker.scored(example.candidates)[1]
 
 
-def cosine_rule(example: Example) -> bool:
+def cosines(example: Example) -> tuple[float, float]:
+    """The best cosine and the gap the cosine rule reads (inf where the catalog is too small to judge)."""
     c = example.candidates
-    return c.catalog >= GAP_RANK and c.best["dense"] < MAX_COSINE and c.dense_gap < MAX_GAP
+    return (c.best["dense"], c.dense_gap) if c.catalog >= GAP_RANK else (np.inf, np.inf)
+
+
+def flags(rule: CosineRule, values: np.ndarray) -> np.ndarray:
+    return (values[:, 0] < rule.max_cosine) & (values[:, 1] < rule.max_gap)
+
+
+def best_cosine_rule(infeasible: np.ndarray, feasible: dict[str, np.ndarray], max_false_alarms: float) -> CosineRule:
+    """The thresholds (0.01 grid) flagging the most infeasible requests with at most
+    `max_false_alarms` of every dev set's feasible ones flagged; ties go to the lower thresholds."""
+    chosen, recall = CosineRule(0.0, 0.0), -1.0
+    for max_cosine in np.round(np.arange(0.0, 1.0, 0.01), 2):
+        for max_gap in np.round(np.arange(0.0, 0.5, 0.01), 2):
+            rule = CosineRule(float(max_cosine), float(max_gap))
+            if all(flags(rule, values).mean() <= max_false_alarms for values in feasible.values()):
+                flagged = flags(rule, infeasible).mean()
+                if flagged > recall:
+                    chosen, recall = rule, flagged
+    return chosen
 
 
 def highest_threshold(infeasible: np.ndarray, feasible: dict[str, np.ndarray], max_false_alarms: float) -> float:
@@ -141,11 +162,11 @@ def main() -> int:
     tested = catalogs(args.bench)
     examples = extract(args.model, tested, args.cache, log.info)
     logits = reranker_best(examples, tested, args.model, args.reranker) if args.reranker else {}
-    # dev set -> (size, probability, old rule, reranker's best logit)
-    groups: dict[str, list[tuple[str, float, bool, float]]] = defaultdict(list)
+    # dev set -> (size, probability, (best cosine, gap), reranker's best logit)
+    groups: dict[str, list[tuple[str, float, tuple[float, float], float]]] = defaultdict(list)
     for example in examples:
         name, size = example.catalog.rsplit("@", 1)
-        groups[name].append((size, best_probability(ranker, example), cosine_rule(example),
+        groups[name].append((size, best_probability(ranker, example), cosines(example),
                              logits.get((example.catalog, example.text), np.inf)))
 
     def split(column: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -153,9 +174,15 @@ def main() -> int:
         return infeasible, {n: np.array([r[column] for r in rows]) for n, rows in groups.items() if n != "etom_mcp infeasible"}
 
     threshold = highest_threshold(*split(1), args.max_false_alarms)
+    chosen_rule = best_cosine_rule(*split(2), args.max_false_alarms)
     print(f"Learned ranker {path.name} ({args.model}); threshold chosen: best probability < {threshold:.4f} "
           f"(false alarms <= {args.max_false_alarms:.0%} on every dev set; stored: {ranker.weak_below})\n")
-    rules = [("ranker", lambda r: r[1] < threshold), ("cosine (old)", lambda r: r[2])]
+    print(f"Cosine rule (where the ranker cannot run), same bound: best cosine < {chosen_rule.max_cosine:.2f} and gap < "
+          f"{chosen_rule.max_gap:.2f} (stored: {ranker.cosine_rule})\n")
+    rules = [("ranker", lambda r: r[1] < threshold),
+             ("cosine rule", lambda r: bool(flags(chosen_rule, np.array([r[2]]))[0]))]
+    if ranker.cosine_rule is not None and ranker.cosine_rule != chosen_rule:
+        rules.append(("cosine rule (stored)", lambda r: bool(flags(ranker.cosine_rule, np.array([r[2]]))[0])))
     if args.reranker:
         below = highest_threshold(*split(3), args.max_false_alarms)
         print(f"Reranker: best logit among the first {args.reranker} < {below:.2f} (same bound)\n")
@@ -173,8 +200,8 @@ def main() -> int:
             total = np.mean([flagged(r) for r in rows])
             print(f"| {name} ({label}) | {rule} | " + " | ".join(cells) + f" | **{total:.3f}** |")
     if args.write:
-        dataclasses.replace(ranker, weak_below=round(threshold, 4)).write(path)
-        log.info("stored weak_below=%.4f in %s", threshold, path)
+        dataclasses.replace(ranker, weak_below=round(threshold, 4), cosine_rule=chosen_rule).write(path)
+        log.info("stored weak_below=%.4f and %s in %s", threshold, chosen_rule, path)
     return 0
 
 

@@ -180,11 +180,11 @@ def test_a_shipped_ranker_is_fitted_for_the_shipped_model() -> None:
     # A new model in the package needs its ranker refitted (python -m toolscout.training.ranker_fit,
     # then benchmarks/weak_match.py --write): a stale ranker.json must not ship beside it.
     if not (BUNDLED_MODEL_DIR / "ranker.json").exists():
-        pytest.skip("no ranker.json shipped beside the bundled model (weighted RRF and the cosine rule decide)")
+        pytest.skip("no ranker.json shipped beside the bundled model (weighted RRF decides, and no match verdict)")
     shipped, reason = load_ranker(BUNDLED_MODEL_DIR)
     assert shipped is not None, reason
     assert file_digest(BUNDLED_MODEL_DIR / "model.onnx").startswith(shipped.model_digest)
-    assert shipped.weak_below is not None and shipped.match is not None
+    assert shipped.weak_below is not None and shipped.match is not None and shipped.cosine_rule is not None
 
 
 def test_fitting_learns_each_requests_order_and_a_per_request_column_alone_orders_nothing(tmp_path: Path) -> None:

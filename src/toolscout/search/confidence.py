@@ -9,8 +9,10 @@ match, so a terse request with a low cosine whose best tool still stands out is 
 With the learned ranker (`toolscout.search.ranker`) the verdict is its own: the best candidate's
 probability of serving the request, below the threshold stored in the ranker's file, chosen with
 it on catalogs of 5 to 4,000 tools (benchmarks/weak_match.py). The cosine rule below is the
-fallback where the ranker cannot run; it was calibrated on etom_mcp (1,983 feasible requests, 91
-no tool serves) for the model shipped before the ranker, and needs GAP_RANK tools. No MCP.
+fallback where the ranker cannot run (a signal it reads is off); it needs GAP_RANK tools and its
+thresholds (`CosineRule`), which are chosen for one embedding model under the same bound and stored
+in that model's ranker file. Cosines of different models are not comparable, so a model without a
+rule chosen for it gets no verdict rather than another model's. No MCP.
 """
 
 from __future__ import annotations
@@ -19,13 +21,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["GAP_RANK", "MAX_COSINE", "MAX_GAP", "MatchStrength", "match_strength", "weak_notice"]
+__all__ = ["GAP_RANK", "CosineRule", "MatchStrength", "match_strength", "weak_notice"]
 
-# Best cosine below this and the best minus the tenth best below GAP: a weak match.
-MAX_COSINE = 0.33
-MAX_GAP = 0.11
 # The gap compares the best with this one (1-based); a catalog needs this many tools for a verdict.
 GAP_RANK = 10
+
+
+@dataclass(frozen=True)
+class CosineRule:
+    """A weak match by the dense signal alone: the best cosine below `max_cosine` and the best minus
+    the GAP_RANK-th best below `max_gap` (nothing stands out of the catalog)."""
+
+    max_cosine: float
+    max_gap: float
+
+    def as_json(self) -> dict[str, float]:
+        return {"max_cosine": self.max_cosine, "max_gap": self.max_gap}
+
+    @classmethod
+    def from_json(cls, document: object) -> CosineRule:
+        if not isinstance(document, dict):
+            raise ValueError("the cosine rule needs {'max_cosine': number, 'max_gap': number}")
+        return cls(float(document["max_cosine"]), float(document["max_gap"]))
 
 
 @dataclass(frozen=True)
@@ -39,23 +56,26 @@ class MatchStrength:
     # threshold stored with it (None: that ranker never calls a match weak).
     probability: float | None = None
     weak_below: float | None = None
+    # The thresholds the cosines are judged by (chosen for the model that gave them).
+    rule: CosineRule | None = None
 
     @property
     def weak(self) -> bool:
         if self.probability is not None:
             return self.weak_below is not None and self.probability < self.weak_below
-        if self.best_cosine is None or self.gap is None:
+        if self.best_cosine is None or self.gap is None or self.rule is None:
             return False
-        return self.best_cosine < MAX_COSINE and self.gap < MAX_GAP
+        return self.best_cosine < self.rule.max_cosine and self.gap < self.rule.max_gap
 
 
-def match_strength(cosines: np.ndarray) -> MatchStrength | None:
-    """From the request's cosine with each tool it may return; None with too few tools to judge."""
+def match_strength(cosines: np.ndarray, rule: CosineRule | None) -> MatchStrength | None:
+    """From the request's cosine with each tool it may return, judged by `rule`; None with too few
+    tools to judge, or no rule chosen for the model that gave the cosines."""
     values = np.asarray(cosines, dtype=np.float32)
-    if values.size < GAP_RANK:
+    if rule is None or values.size < GAP_RANK:
         return None
     top = -np.partition(-values, GAP_RANK - 1)[:GAP_RANK]
-    return MatchStrength(best_cosine=float(top.max()), gap=float(top.max() - top.min()))
+    return MatchStrength(best_cosine=float(top.max()), gap=float(top.max() - top.min()), rule=rule)
 
 
 def weak_notice(closest: list[str]) -> str:

@@ -331,7 +331,8 @@ class ToolSearch:
             strength = MatchStrength(probability=probability, weak_below=ranker.weak_below)
         elif "dense" in ranked.scores:
             cosines = ranked.scores["dense"]
-            strength = match_strength(cosines if ranked.allowed is None else cosines[ranked.allowed])
+            rule = self._fusion.cosine_rule(encoder.model_id if encoder is not None else None)
+            strength = match_strength(cosines if ranked.allowed is None else cosines[ranked.allowed], rule)
         return SearchResponse(hits=tuple(hits), signals=tuple(signals), notice=notice, match=strength, fusion=fusion)
 
     def _fuse(

@@ -4,7 +4,8 @@ Weighted Reciprocal Rank Fusion: each signal contributes weight / (k + rank) for
 ranked (rank 1 is its best). Items no signal ranked get nothing. Larger `k` flattens the
 difference between top and lower ranks. It is the fallback of the learned ranker
 (`toolscout.search.ranker`), which `Fusion` loads beside the embedding model and hands to the
-engine only when it can run; `Fusion.ranker` also says, for `--explain`, what decided.
+engine only when it can run; `Fusion.ranker` also says, for `--explain`, what decided. Where it
+cannot run, `Fusion.cosine_rule` gives the dense-only weak-match thresholds stored with it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Collection, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from toolscout.search.confidence import CosineRule
 from toolscout.search.ranker import FEATURE_NAMES, RERANKER_FEATURES, LearnedRanker, feature_parts, load_ranker
 from toolscout.search.settings import SearchSettings
 
@@ -54,7 +56,7 @@ class Fusion:
         ranker, reason = self._load()
         if ranker is None:
             return None, f"weighted RRF ({reason})"
-        if ranker.model_digest and f"sha256:{ranker.model_digest[:16]}" not in (model_id or ""):
+        if not _fitted_for(ranker, model_id):
             return None, "weighted RRF (the learned ranker was fitted for another embedding model)"
         off = [name for name in ranker.signals if name not in ready]
         if off:
@@ -64,6 +66,14 @@ class Fusion:
         if unknown:
             return None, f"weighted RRF (the learned ranker reads {', '.join(unknown)}, which this search lacks)"
         return ranker, reason
+
+    def cosine_rule(self, model_id: str | None) -> CosineRule | None:
+        """The dense-only weak-match rule for the model `model_id` names: the settings' own, else
+        the one stored in the ranker file fitted for that model, else None (no verdict)."""
+        if self.settings.weak_match_rule is not None:
+            return self.settings.weak_match_rule
+        ranker, _ = self._load()
+        return ranker.cosine_rule if ranker is not None and _fitted_for(ranker, model_id) else None
 
     def wants_reranker(self) -> bool:
         """Whether the ranker this fusion would load reads the reranker's score (so the reranker
@@ -84,6 +94,12 @@ class Fusion:
             if self._loaded is None:
                 self._loaded = _load(self.settings)
             return self._loaded
+
+
+def _fitted_for(ranker: LearnedRanker, model_id: str | None) -> bool:
+    """Whether `ranker` was fitted for the model `model_id` names (the encoder's id with its file's
+    sha256), or for any model."""
+    return not ranker.model_digest or f"sha256:{ranker.model_digest[:16]}" in (model_id or "")
 
 
 def _load(settings: SearchSettings) -> tuple[LearnedRanker | None, str]:

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from toolscout.errors import ConfigError
+from toolscout.search.confidence import CosineRule
 
 __all__ = [
     "FEATURE_NAMES",
@@ -259,6 +260,9 @@ class LearnedRanker:
     # fitted without them, which stands in while the reranker is off.
     reranker_depth: int | None = None
     without_reranker: LearnedRanker | None = None
+    # The dense-only weak-match rule's thresholds for the same embedding model, chosen with the
+    # threshold above: what judges the match where this ranker cannot run (a signal it reads is off).
+    cosine_rule: CosineRule | None = None
 
     @property
     def features(self) -> tuple[str, ...]:
@@ -301,7 +305,8 @@ class LearnedRanker:
             "fusion_weight": self.weight,
             **self.ranking.as_json(),
             "weak_match": {"max_probability_below": self.weak_below,
-                           "model": None if self.match is None else self.match.as_json()},
+                           "model": None if self.match is None else self.match.as_json(),
+                           "cosine_rule": None if self.cosine_rule is None else self.cosine_rule.as_json()},
             "model_sha256": self.model_digest,
             "about": dict(self.about),
             **({"reranker": {"depth": self.reranker_depth}} if self.reranker_depth is not None else {}),
@@ -330,14 +335,16 @@ class LearnedRanker:
             weight = float(document.get("fusion_weight", 1.0))
             depth = (document.get("reranker") or {}).get("depth")
             depth = None if depth is None else int(depth)
-        except (AttributeError, TypeError, ValueError) as exc:
+            rule = weak_match.get("cosine_rule")
+            rule = None if rule is None else CosineRule.from_json(rule)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{origin} is malformed: {exc}") from None
         digest = document.get("model_sha256")
         without = document.get("without_reranker")
         ranker = cls(ranking, weak_below=None if weak is None else float(weak), weight=weight,
                      model_digest=str(digest) if digest else None, about=document.get("about") or {}, signals=signals,
                      match=None if match is None else Linear.from_json(match, f"{origin} (weak_match model)"),
-                     reranker_depth=depth,
+                     reranker_depth=depth, cosine_rule=rule,
                      without_reranker=None if without is None else cls.from_json(without, f"{origin} (without_reranker)"))
         if ranker.reads_reranker and (depth is None or depth < 1):
             raise ConfigError(f"{origin} is malformed: it reads the reranker's columns but names no reranker depth >= 1")

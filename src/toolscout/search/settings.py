@@ -25,6 +25,7 @@ import platformdirs
 
 from toolscout.index.model_files import DEFAULT_MODEL, model_disabled
 from toolscout.json_files import read_json_file
+from toolscout.search.confidence import CosineRule
 
 __all__ = [
     "DEFAULT_INTENT_FULL_VOTE",
@@ -146,6 +147,11 @@ class SearchSettings:
     fusion: str = "learned"
     # A ranker.json to use instead of the one beside the model (fitting and evaluating rankers).
     ranker_file: Path | None = None
+    # The dense-only weak-match rule's thresholds where the learned ranker cannot judge the match;
+    # None: the ones stored in the ranker file fitted for the model in use, else no verdict (a rule
+    # chosen for one model's cosines means nothing for another's; benchmarks/weak_match.py chooses
+    # one for a model).
+    weak_match_rule: CosineRule | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.weights) - set(SIGNALS))
