@@ -14,7 +14,6 @@ import pytest
 from support.fake_encoder import HashingEncoder
 from test_search_engine import tool
 
-from toolscout.errors import ConfigError
 from toolscout.learning.examples import Example
 from toolscout.search import SearchSettings, ToolSearch
 from toolscout.index.model_files import BUNDLED_MODEL_DIR, file_digest
@@ -205,3 +204,24 @@ def test_fitting_learns_each_requests_order_and_a_per_request_column_alone_order
         assert example.candidates.ids[int(np.argmax(fitted.probabilities(example.candidates)))] == asked[example.text]
     # The request's length is the same for all its candidates: the softmax cannot use it.
     assert abs(fitted.ranking.coefficients[3]) < 1e-6
+
+
+def test_requests_of_two_needs_join_two_served_requests_and_are_served_by_both_tools() -> None:
+    import random
+
+    from toolscout.training.ranker_fit import two_needs
+
+    requests = (("Book a table for two.", frozenset({"a"})), ("play some jazz", frozenset({"b"})),
+                ("NASA pictures of today", frozenset({"c"})), ("wake me at 7", frozenset({"d"})),
+                ("nothing here does this", frozenset()))
+    joined = two_needs(requests, 30, random.Random(0))
+    assert joined and joined == two_needs(requests, 30, random.Random(0))
+    texts = {text: answers for text, answers in requests}
+    for text, answers in joined:
+        assert len(answers) == 2 and "nothing here" not in text
+        parts = [t for t in texts if t.rstrip(".").lower() in text.lower()]
+        assert len(parts) == 2 and answers == texts[parts[0]] | texts[parts[1]]
+    # The second request reads mid-sentence in lower case; an acronym keeps its case.
+    assert any(", then play some jazz" in text or ", then wake me" in text for text, _ in joined)
+    assert not any("nASA" in text for text, _ in joined)
+    assert two_needs(requests[:3], 30, random.Random(0)) == ()  # too few to join

@@ -8,7 +8,9 @@ source's requests with their tools, filled with other tools of that source and t
 tools of other sources (never another everyday source's, whose weather, alarm and music tools
 would serve the same request unlabelled). Each catalog also gets requests of its source whose tools
 it lacks, so the probability learns what "nothing here serves it" looks like (the weak-match
-notice reads it). The engine's own candidate lists for every request (`ToolSearch.candidates`)
+notice reads it), and requests of two needs, two of its served requests joined ("A, then b"),
+served by both tools: people ask for several things at once, and a ranker that only ever saw one
+need per request learns to trust whichever signal likes the first. The engine's own candidate lists for every request (`ToolSearch.candidates`)
 are extracted once per model and cached under `--cache`; the ranker is then fitted on
 them, each request weighing the same. The weak-match threshold is chosen on the dev sets
 (benchmarks/weak_match.py) and written into the same file. `--reranker-depth N` also fits a ranker
@@ -44,6 +46,7 @@ __all__ = [
     "RANKER_SOURCES",
     "SAYS",
     "SIZES",
+    "SEVERAL",
     "TRAIN_SIZES",
     "Catalog",
     "Example",
@@ -55,6 +58,7 @@ __all__ = [
     "ranking_scores",
     "reranker_features",
     "sample_catalogs",
+    "two_needs",
 ]
 
 log = logging.getLogger("toolscout.ranker_fit")
@@ -66,6 +70,9 @@ TRAIN_SIZES = SIZES[:-1]
 # Filler tools: a fixed sample of the tool-use tools, and of each source's own.
 POOL = 2000
 OWN_POOL = 200
+# Requests of two needs per catalog, and how two requests are joined into one.
+SEVERAL = 20
+JOINS = ("{a}. {b}", "{a}, then {b}", "{a} and {b}", "{a}; also {b}")
 # What a request is like: the same for all its candidates, so alone it orders nothing; multiplied
 # with what a signal said of each candidate, it sets that signal's say for this request.
 CONTEXT = ("query_words", "sentences", "catalog", "dense_best", "dense_gap", "bm25_description_best", "tfidf_best")
@@ -132,8 +139,10 @@ def sample_catalogs(
     feasible: int = 80,
     infeasible: int = 20,
     seed: int = 0,
+    several: int = SEVERAL,
 ) -> list[Catalog]:
-    """Per source and size, one catalog with up to `feasible` served and `infeasible` unserved requests."""
+    """Per source and size, one catalog with up to `feasible` served and `infeasible` unserved
+    requests, and up to `several` requests of two needs (`two_needs`)."""
     from toolscout.training.data import load_training_folder
 
     # Every source is read (a request may name another source's tool as an alternative), then
@@ -181,7 +190,28 @@ def sample_catalogs(
             served = [(r.text, frozenset(r.tools)) for r in requests if set(r.tools) <= ids][:feasible]
             unserved = [(r.text, frozenset()) for r in requests if not set(r.tools) & ids][:infeasible]
             catalogs.append(Catalog(f"{source}@{size}", tuple(data.tools[t] for t in chosen), tuple(served + unserved)))
-    return catalogs
+    # A generator of its own: the catalogs and their single-need requests stay as they were drawn.
+    joined = random.Random(seed + 1)
+    return [dataclasses.replace(c, requests=c.requests + two_needs(c.requests, several, joined)) for c in catalogs]
+
+
+def two_needs(requests: Sequence[tuple[str, frozenset[str]]], count: int, rng: random.Random) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Up to `count` requests made of two served `requests` whose tools differ, joined as one
+    sentence or two, served by the tools of both."""
+    served = [(text, answers) for text, answers in requests if answers]
+    if len(served) < 4:
+        return ()
+    joined = []
+    for _ in range(count):
+        (first, first_tools), (second, second_tools) = rng.sample(served, 2)
+        if first_tools & second_tools:
+            continue
+        second = second.strip()
+        # "Then book a table" reads "then book a table" mid-sentence; an acronym keeps its case.
+        second = second if second[:2].isupper() else second[:1].lower() + second[1:]
+        text = rng.choice(JOINS).format(a=first.strip().rstrip(".?!"), b=second)
+        joined.append((text, first_tools | second_tools))
+    return tuple(joined)
 
 
 def _all_sources(folder: Path) -> set[str]:
@@ -340,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path("runs/ranker"), help="candidate cache folder")
     # The shipped ranker's choices, made with benchmarks/ranker_select.py (docs/benchmarks.md).
     parser.add_argument("--l2", type=float, default=10.0, help="penalty on the ranker's coefficients")
-    parser.add_argument("--weight", type=float, default=1.0, help="weight of the ranker's vote in weighted RRF")
+    parser.add_argument("--weight", type=float, default=1.5, help="weight of the ranker's vote in weighted RRF")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--weak-below", type=float, default=None,
                         help="weak-match threshold to store (choose it with benchmarks/weak_match.py)")
@@ -356,7 +386,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     examples = extract(args.model, catalogs, args.cache, log.info)
     about = {
         "trained_on": f"{args.train.name}: {len(examples)} requests on {len(catalogs)} catalogs of "
-                      f"{min(TRAIN_SIZES)}-{max(TRAIN_SIZES)} tools, sources {', '.join(RANKER_SOURCES)}; seed {args.seed}",
+                      f"{min(TRAIN_SIZES)}-{max(TRAIN_SIZES)} tools (each with up to {SEVERAL} requests of two needs), "
+                      f"sources {', '.join(RANKER_SOURCES)}; seed {args.seed}",
         "l2": args.l2,
         "weight": f"{args.weight:g}, chosen with benchmarks/ranker_select.py on every dev set",
     }
