@@ -295,7 +295,11 @@ class ToolSearch:
         feature = _RerankerColumn(text, snapshot, self._feature_scorer(ranker))
         if ranker is not None and ranker.reads_reranker and feature.scorer is None:
             ranker, fusion = self._fusion.without_reranker(ranker, self._reranker_off())
-        orders = ranker is not None and settings.fusion == "learned"
+        # The ranker was fitted without past requests: where past requests close to this one vote
+        # (the intent signal is confident at all), they and the signals decide as in weighted RRF,
+        # and the ranker's vote would only dilute theirs.
+        past_requests_decide = bool(ranked.weight_scale.get("intent", 0.0) > 0)
+        orders = ranker is not None and settings.fusion == "learned" and not past_requests_decide
         sentences = max(len(parts), 1)
         fused, probability, learned = self._fuse(snapshot, ranked, ranker, orders, sentences, depth, feature)
         part_fusions = [
@@ -306,7 +310,9 @@ class ToolSearch:
             )[0]
             for i, part in enumerate(parts)
         ]
-        if ranker is not None and not orders:
+        if ranker is not None and past_requests_decide and settings.fusion == "learned":
+            fusion = f"weighted RRF (past requests close to this one vote; the {fusion} only judges the match)"
+        elif ranker is not None and not orders:
             fusion = f"weighted RRF (asked for; the {fusion} only judges the match)"
         elif ranker is not None:
             fusion = f"{fusion}: its order is one vote beside the signals in weighted RRF (weight {ranker.weight:g})"
@@ -604,3 +610,4 @@ def _exact_matches(snapshot: _Snapshot, text: str) -> list[int]:
     for word in IDENTIFIER.findall(text):
         found.update(dict.fromkeys(snapshot.contained.get(word.lower(), ())))
     return list(found)
+
