@@ -11,7 +11,9 @@ their fit to the tool).
 
 Rows: the first index (everything built and kept), the re-index by the same engine after one
 tool gained a phrase, and a restart (a new engine over the same cache folder) over the learned
-catalog, which reads everything back. Prints one table.
+catalog, which reads everything back. For each: its time, the part of it spent building TF-IDF
+retrievers (their documents, key, fit and write; reading a kept fit back is not counted), and the
+bytes written to the store (catalog index parts, TF-IDF fits). Prints one table.
 """
 
 from __future__ import annotations
