@@ -123,7 +123,7 @@ def latency(engine: ToolSearch, texts: list[str]) -> tuple[float, float]:
     return cuts[49], cuts[94]
 
 
-def _load() -> str:
+def load_average() -> str:
     return " / ".join(f"{value:.1f}" for value in os.getloadavg())
 
 
@@ -183,7 +183,7 @@ def second_replica(
                 with psycopg.connect(url, autocommit=True) as connection:
                     connection.execute("DELETE FROM catalog_indexes")
             replica = ToolSearch(replace(settings, cache_dir=Path(cache) / ("built" if built else "read"), shared_vectors=url))
-            load = _load()
+            load = load_average()
             started = time.perf_counter()
             replica.index(tools)
             indexed = time.perf_counter() - started
@@ -260,7 +260,11 @@ def main() -> None:
         if args.shared:
             rows.extend(second_replica(tools, settings, searches, url, seeded=args.embed != "all"))
     rows.append(("peak RSS (all phases)", f"{peak_rss_mib():,.0f} MiB"))
-    rows.append(("load average at the end (1 / 5 / 15 min)", f"{_load()} on {os.cpu_count()} cores"))
+    rows.append(("load average at the end (1 / 5 / 15 min)", f"{load_average()} on {os.cpu_count()} cores"))
+    print_table(rows)
+
+
+def print_table(rows: list[tuple[str, str]]) -> None:
     print("| measure | value |")
     print("| --- | --- |")
     for name, value in rows:

@@ -1,8 +1,10 @@
 """What indexing derives from a catalog (its BM25 indexes, dense documents, destructive and exact-name
-tables, and a reference to its TF-IDF fit) is kept in the content store, keyed by exactly what it was
-built from: the same catalog indexed again, by a restart or another replica over the same Postgres,
-reads it back and answers exactly as a fresh build; a changed catalog or settings, or a damaged,
-foreign or incomplete kept index, is built afresh, never answered from."""
+tables, and a reference to its TF-IDF fit) is kept in the content store in two parts, each keyed by
+exactly what it was built from: the same catalog indexed again, by a restart or another replica over
+the same Postgres, reads both back and answers exactly as a fresh build; a catalog whose learned
+phrases (`expansion`) changed reads the base part back and builds only what the phrases feed; a
+changed catalog or settings, or a damaged, foreign or incomplete kept part, is built afresh, never
+answered from."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+import bm25s
 import numpy as np
 import psycopg
 import pytest
@@ -24,9 +27,11 @@ from support.postgres import PostgresServer
 
 from toolscout.catalog import ToolRecord
 from toolscout.search import SearchSettings, ToolSearch
-from toolscout.search.catalog_index import CatalogIndex, catalog_index, catalog_key
+from toolscout.search import catalog_index as catalog_index_module
+from toolscout.search.catalog_index import CatalogIndex, CatalogKeys, catalog_index, catalog_keys
 from toolscout.state.content import CACHE_FILE, open_content_store
 from toolscout.state.fits import KEEP, StoredFits
+from toolscout.state.store import StateStore
 
 CATALOG = [
     ToolRecord(
@@ -48,6 +53,14 @@ CATALOG = [
                annotations={"readOnlyHint": True}),
 ]
 QUERIES = ["weather in paris tomorrow", "send a message", "delete_email", "what time is it in tokyo", "remove a file"]
+BOTH = {"base", "expansion"}
+
+
+def learned(tools: list[ToolRecord] = CATALOG) -> list[ToolRecord]:
+    """`tools` after learning from use: one tool gained a phrase (only its `expansion` changed)."""
+    changed = list(tools)
+    changed[1] = dataclasses.replace(changed[1], expansion=("mail my colleague the weather in paris",))
+    return changed
 
 
 def lexical(cache_dir: Path, **overrides: object) -> SearchSettings:
@@ -65,8 +78,11 @@ def indexed(settings: SearchSettings, tools: list[ToolRecord] = CATALOG) -> Tool
     return engine
 
 
-def derived(cache_dir: Path, tools: list[ToolRecord] = CATALOG, settings: SearchSettings | None = None) -> CatalogIndex:
-    store = open_content_store(None, cache_dir)
+def derived(
+    cache_dir: Path, tools: list[ToolRecord] = CATALOG, settings: SearchSettings | None = None,
+    store: StateStore | None = None,
+) -> CatalogIndex:
+    store = store or open_content_store(None, cache_dir)
     return catalog_index(
         tools, settings or lexical(cache_dir), dense=False,
         indexes=StoredFits(store, "catalog"), fits=StoredFits(store, "tfidf"),
@@ -76,6 +92,12 @@ def derived(cache_dir: Path, tools: list[ToolRecord] = CATALOG, settings: Search
 def kept(folder: Path) -> dict[str, bytes]:
     with sqlite3.connect(folder / CACHE_FILE) as db:
         return {key: bytes(value) for key, value in db.execute("SELECT fit_key, fit FROM catalog_indexes")}
+
+
+def keys(folder: Path, tools: list[ToolRecord] = CATALOG) -> CatalogKeys:
+    found = catalog_keys(tools, lexical(folder), dense=False)
+    assert found is not None
+    return found
 
 
 def replace_kept(folder: Path, key: str, value: bytes) -> None:
@@ -96,7 +118,7 @@ def test_a_kept_catalog_index_answers_exactly_as_a_fresh_build(tmp_path: Path) -
     fresh = answers(indexed(lexical(tmp_path / "fresh")))
     first = derived(tmp_path / "cache")
     again = derived(tmp_path / "cache")
-    assert not first.read_back and again.read_back
+    assert not first.read_back and again.read_back == BOTH
     assert (again.destructive, again.name_words, again.exact, again.contained) == (
         first.destructive, first.name_words, first.exact, first.contained
     )
@@ -107,7 +129,7 @@ def test_a_kept_catalog_index_answers_exactly_as_a_fresh_build(tmp_path: Path) -
     first_hybrid = indexed(hybrid)
     assert answers(indexed(hybrid)) == answers(first_hybrid)
     assert "dense" in first_hybrid.search("weather").signals
-    assert len(kept(tmp_path / "hybrid")) == 1
+    assert len(kept(tmp_path / "hybrid")) == 2  # the base part and the expansion part
 
 
 def test_reading_a_kept_index_back_builds_and_fits_nothing(tmp_path: Path) -> None:
@@ -129,14 +151,14 @@ def test_reading_a_kept_index_back_builds_and_fits_nothing(tmp_path: Path) -> No
         "before = text._chunk_tokens.cache_info().misses\n"
         "index = catalog_index(CATALOG, SearchSettings.lexical_only(cache_dir=folder), dense=False,\n"
         "    indexes=StoredFits(store, 'catalog'), fits=StoredFits(store, 'tfidf'))\n"
-        "print(json.dumps({'read_back': index.read_back, 'sklearn': 'sklearn' in sys.modules, 'bm25_built': len(built),\n"
+        "print(json.dumps({'read_back': sorted(index.read_back), 'sklearn': 'sklearn' in sys.modules, 'bm25_built': len(built),\n"
         "    'tokenized': text._chunk_tokens.cache_info().misses - before}))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, check=True, timeout=120,
         cwd=Path(__file__).parent,
     )
-    assert json.loads(done.stdout) == {"read_back": True, "sklearn": False, "bm25_built": 0, "tokenized": 0}
+    assert json.loads(done.stdout) == {"read_back": sorted(BOTH), "sklearn": False, "bm25_built": 0, "tokenized": 0}
 
 
 def test_a_changed_catalog_or_settings_is_built_afresh(tmp_path: Path) -> None:
@@ -147,20 +169,24 @@ def test_a_changed_catalog_or_settings_is_built_afresh(tmp_path: Path) -> None:
     again = derived(tmp_path, changed)
     assert not again.read_back
     assert answers(indexed(lexical(tmp_path), changed)) == answers(indexed(lexical(tmp_path / "fresh"), changed))
-    assert len(kept(tmp_path)) == 2
+    assert len(kept(tmp_path)) == 4
     # A schema's own order shapes the documents, so it is part of the key too.
     reordered = list(CATALOG)
     properties = dict(reversed(list(CATALOG[0].input_schema["properties"].items())))
     reordered[0] = dataclasses.replace(CATALOG[0], input_schema={"type": "object", "properties": properties})
-    keys = {
-        catalog_key(CATALOG, lexical(tmp_path), dense=False),
-        catalog_key(reordered, lexical(tmp_path), dense=False),
-        catalog_key(CATALOG, lexical(tmp_path), dense=True),
-        catalog_key(CATALOG, lexical(tmp_path, stem=False), dense=False),
-        catalog_key(CATALOG, lexical(tmp_path, weights={"bm25_name": 1.0}), dense=False),
-        catalog_key(list(reversed(CATALOG)), lexical(tmp_path), dense=False),
-    }
-    assert len(keys) == 6
+    variants = [
+        catalog_keys(CATALOG, lexical(tmp_path), dense=False),
+        catalog_keys(reordered, lexical(tmp_path), dense=False),
+        catalog_keys(CATALOG, lexical(tmp_path), dense=True),
+        catalog_keys(CATALOG, lexical(tmp_path, stem=False), dense=False),
+        catalog_keys(CATALOG, lexical(tmp_path, weights={"bm25_name": 1.0}), dense=False),
+        catalog_keys(list(reversed(CATALOG)), lexical(tmp_path), dense=False),
+    ]
+    assert len({k.base for k in variants if k}) == len({k.expansion for k in variants if k}) == 6
+    # Learned phrases are the expansion part's input only; the expansion part hangs on the base too.
+    assert keys(tmp_path, learned()).base == keys(tmp_path).base
+    assert keys(tmp_path, learned()).expansion != keys(tmp_path).expansion
+    assert keys(tmp_path, changed).expansion != keys(tmp_path).expansion
     unstemmed = derived(tmp_path, settings=lexical(tmp_path, stem=False))
     assert not unstemmed.read_back and "forecast" in unstemmed.name_words[0]
 
@@ -168,7 +194,8 @@ def test_a_changed_catalog_or_settings_is_built_afresh(tmp_path: Path) -> None:
 def test_a_damaged_foreign_or_incomplete_index_is_built_again(tmp_path: Path) -> None:
     fresh = answers(indexed(lexical(tmp_path / "fresh")))
     derived(tmp_path)
-    ((key, archive),) = kept(tmp_path).items()
+    key = keys(tmp_path).base
+    archive = kept(tmp_path)[key]
 
     assert rebuilt_with(tmp_path, key, b"not an index")
     assert rebuilt_with(tmp_path, key, archive[: len(archive) // 2])
@@ -177,25 +204,35 @@ def test_a_damaged_foreign_or_incomplete_index_is_built_again(tmp_path: Path) ->
     np.save(pickled, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     assert rebuilt_with(tmp_path, key, with_member(archive, "bm25_description/data.csc.index.npy", pickled.getvalue()))
     replace_kept(tmp_path, key, archive)
-    # Positions beyond the catalog, or per-tool tables of another length.
+    # Positions beyond the catalog, per-tool tables of another length, tokens of unknown words.
     tables = json.loads(zipfile.ZipFile(io.BytesIO(archive)).read("tables.json"))
+    assert rebuilt_with(tmp_path, key, with_member(archive, "tokens.txt", b"only one line"))
+    replace_kept(tmp_path, key, archive)
     assert rebuilt_with(tmp_path, key, with_member(archive, "tables.json", json.dumps({**tables, "exact": {"x": [99]}}).encode()))
     replace_kept(tmp_path, key, archive)
     assert rebuilt_with(tmp_path, key, with_member(
         archive, "tables.json", json.dumps({**tables, "destructive": tables["destructive"][:-1]}).encode()
     ))
     replace_kept(tmp_path, key, archive)
-    # Another catalog's index under this catalog's key (a copied row).
+    # Another catalog's part under this catalog's key (a copied row), or the other part.
     other = tmp_path / "other"
     derived(other, CATALOG[:3])
-    (foreign,) = kept(other).values()
-    assert rebuilt_with(tmp_path, key, foreign)
+    assert rebuilt_with(tmp_path, key, kept(other)[keys(other, CATALOG[:3]).base])
+    assert rebuilt_with(tmp_path, key, kept(tmp_path)[keys(tmp_path).expansion])
     replace_kept(tmp_path, key, archive)
-    # Its TF-IDF fit gone (evicted, or another store's): the whole index is built again.
+    # A damaged base part is built again alone: the expansion part is still read back.
+    assert derived(tmp_path).read_back == BOTH
+    # The expansion part damaged, or its TF-IDF fit gone (evicted, or another store's): that part
+    # is built again, the base part read back.
+    expansion = keys(tmp_path).expansion
+    expansion_archive = kept(tmp_path)[expansion]
+    replace_kept(tmp_path, expansion, archive)
+    assert derived(tmp_path).read_back == {"base"}
+    replace_kept(tmp_path, expansion, expansion_archive)
     with sqlite3.connect(tmp_path / CACHE_FILE) as db:
         db.execute("DELETE FROM tfidf_fits")
-    assert not derived(tmp_path).read_back
-    assert derived(tmp_path).read_back
+    assert derived(tmp_path).read_back == {"base"}
+    assert derived(tmp_path).read_back == BOTH
     assert answers(indexed(lexical(tmp_path))) == fresh
 
 
@@ -210,8 +247,59 @@ def test_an_index_that_cannot_be_kept_is_built_and_answers_all_the_same(
 
 
 def rebuilt_with(folder: Path, key: str, value: bytes) -> bool:
+    """Whether the base part, replaced by `value`, is built again (not read back)."""
+    assert key == keys(folder).base
     replace_kept(folder, key, value)
-    return not derived(folder).read_back
+    return "base" not in derived(folder).read_back
+
+
+def test_learned_phrases_rebuild_only_the_expansion_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One tool's learned phrases changed: the base part is read back (no name or description
+    tokenized, no name or description BM25 index built, nothing of it written again); only the
+    expansion BM25 index and the TF-IDF fit are built and kept, and every score, rank and order
+    is exactly a fresh build's."""
+    hybrid = SearchSettings(cache_dir=tmp_path / "hybrid", reranker=None)
+    for settings in (lexical(tmp_path / "cache"), hybrid):
+        indexed(settings)
+    tokenized: list[str] = []
+    built: list[int] = []
+    written: list[tuple[str, str]] = []
+    tokenize, index, write = catalog_index_module.tokenize, bm25s.BM25.index, StoredFits.write
+    monkeypatch.setattr(catalog_index_module, "tokenize", lambda text, **kw: tokenized.append(text) or tokenize(text, **kw))
+    monkeypatch.setattr(bm25s.BM25, "index", lambda *a, **kw: built.append(1) or index(*a, **kw))
+    monkeypatch.setattr(StoredFits, "write", lambda self, key, fit: written.append((self._kind, key)) or write(self, key, fit))
+    again = derived(tmp_path / "cache", learned())
+    assert again.read_back == {"base"}
+    assert set(tokenized) <= {" ".join(tool.expansion) for tool in learned()}
+    assert len(built) == 1  # the expansion field's
+    assert [kind for kind, _ in written] == ["tfidf", "catalog"]
+    assert written[1][1] == keys(tmp_path / "cache", learned()).expansion
+    monkeypatch.undo()
+    for settings in (lexical(tmp_path / "cache"), hybrid):
+        fresh = dataclasses.replace(settings, cache_dir=tmp_path / "fresh" / settings.cache_dir.name)
+        assert answers(indexed(settings, learned())) == answers(indexed(fresh, learned()))
+
+
+def test_the_base_part_in_use_outlives_many_learned_expansions(tmp_path: Path) -> None:
+    """The store keeps the most recently used parts only: a base part every re-index reads stays
+    however many expansion parts learning leaves behind."""
+    derived(tmp_path)
+    for n in range(KEEP + 2):
+        phrases = learned()
+        phrases[0] = dataclasses.replace(phrases[0], expansion=(f"learned request {n}",))
+        assert derived(tmp_path, phrases).read_back == {"base"}
+    assert keys(tmp_path).base in kept(tmp_path) and len(kept(tmp_path)) == KEEP
+
+
+def test_an_index_kept_in_an_older_format_is_never_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kept before the parts were split (one archive under one key of format 1): not found, built."""
+    with monkeypatch.context() as patch:
+        patch.setattr(catalog_index_module, "_FORMAT", 1)
+        derived(tmp_path)
+    old = set(kept(tmp_path))
+    assert not derived(tmp_path).read_back
+    assert old.isdisjoint(keys(tmp_path).__dict__.values())
+    assert answers(indexed(lexical(tmp_path))) == answers(indexed(lexical(tmp_path / "fresh")))
 
 
 def test_a_second_replica_reads_the_index_back_from_postgres(tmp_path: Path, postgres: PostgresServer) -> None:
@@ -235,15 +323,21 @@ def test_a_second_replica_reads_the_index_back_from_postgres(tmp_path: Path, pos
         "engine = ToolSearch(settings)\n"
         "engine.index(CATALOG)\n"
         "hits = [[[h.tool.id, h.score] for h in engine.search(q, limit=6).hits] for q in QUERIES]\n"
-        "print(json.dumps({'read_back': index.read_back, 'sklearn': 'sklearn' in sys.modules, 'hits': hits}))\n"
+        "print(json.dumps({'read_back': sorted(index.read_back), 'sklearn': 'sklearn' in sys.modules, 'hits': hits}))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script, url, str(tmp_path / "two")], capture_output=True, text=True, check=True,
         timeout=120, cwd=Path(__file__).parent,
     )
     answer = json.loads(done.stdout)
-    assert answer["read_back"] is True and answer["sklearn"] is False
+    assert answer["read_back"] == sorted(BOTH) and answer["sklearn"] is False
     assert answer["hits"] == [[[h.tool.id, h.score] for h in first.search(q, limit=6).hits] for q in QUERIES]
+    # After learning, a replica reads the base part back from Postgres and builds the rest.
+    shared = open_content_store(url, tmp_path / "three")
+    assert derived(tmp_path / "three", learned(), lexical(tmp_path / "three", shared_vectors=url), shared).read_back == {"base"}
+    learning = ToolSearch(lexical(tmp_path / "four", shared_vectors=url))
+    learning.index(learned())
+    assert answers(learning) == answers(indexed(lexical(tmp_path / "fresh"), learned()))
     for n in range(KEEP + 2):
         ToolSearch(lexical(tmp_path / "one", shared_vectors=url)).index(
             [*CATALOG, ToolRecord(id=f"x__tool{n}", name=f"tool{n}", server="x")]
