@@ -47,9 +47,11 @@ class StoredFits:
     def write(self, key: str, fit: bytes) -> None:
         try:
             with self._store.content() as sql:
+                # A key's row is written again only after it could not be used (damaged, cut
+                # short): the new value replaces it, or every start would build it again.
                 sql.execute(
                     f"INSERT INTO {self._table} (fit_key, fit, used) VALUES (?, ?, ?) "
-                    "ON CONFLICT (fit_key) DO UPDATE SET used = excluded.used",
+                    "ON CONFLICT (fit_key) DO UPDATE SET fit = excluded.fit, used = excluded.used",
                     (key, fit, time.time()),
                 )
                 sql.execute(
