@@ -75,7 +75,8 @@ DEFAULT_INTENT_NEIGHBOURS = 10
 # chosen on toollens_train by cross-validation over three splits of the examples (by request, by
 # relevant tool set, and sharing no tool with the evaluated requests), as the best sum of Full
 # Recall@10 + MRR@10 over the three (docs/benchmarks.md, "Tuned weights"); re-chosen the same way
-# for the tool-retrieval model (benchmarks/intent_floor.py), and 0.55 is still the best.
+# for the tool-retrieval model and for the multilingual one with the learned fusion
+# (benchmarks/intent_floor.py), and 0.55 is still the best.
 DEFAULT_INTENT_MIN_SIMILARITY = 0.55
 DEFAULT_INTENT_FULL_VOTE = 0.6
 # How the reranker's scores join the ranking:
