@@ -18,8 +18,9 @@ a search reads one immutable snapshot, swapped in atomically, and answers with k
 With example requests, the signals they feed (the intent vote and the expansion field) weigh their
 weight x the query's intent confidence: full when close past requests agree on a tool, less when
 the nearest past requests are distant or disagree, nothing when none is close. The learned
-ranker's order joins them and the zero-shot signals as one more vote, so learning from use keeps
-its say over either fusion.
+ranker's order joins the zero-shot signals as one more vote where no past request is close; where
+one is, the ranker (fitted without past requests) leaves the order to them and the signals, so
+learning from use keeps its say over either fusion.
 
 Adding a signal: give it a name in `toolscout.search.settings.SIGNALS`, build a `Retriever` (one score
 per tool) into the snapshot, and it is ranked, fused and explained like the others. Signals over
@@ -610,4 +611,3 @@ def _exact_matches(snapshot: _Snapshot, text: str) -> list[int]:
     for word in IDENTIFIER.findall(text):
         found.update(dict.fromkeys(snapshot.contained.get(word.lower(), ())))
     return list(found)
-
