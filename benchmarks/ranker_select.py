@@ -7,7 +7,9 @@ Fits the ranker (`toolscout.training.ranker_fit.fit`) at each penalty `--l2` on 
 candidate lists of the training catalogs, and replays, on the dev sets' own catalogs (cached by
 benchmarks/weak_match.py's catalogs): weighted RRF alone, the dense signal alone, the ranker's order
 alone, and the ranker's order as one more vote in weighted RRF at each weight of `--weights` (what
-the engine does). Top-1, MRR@10 and Full Recall@10 per dev set. Replays leave out the sentence
+the engine does), and with `--alone-above` that vote where the ranker's gate (fitted on the training
+catalogs, `ranker_fit.fit_gate`) is below each threshold and its order alone above it. Top-1,
+MRR@10 and Full Recall@10 per dev set. Replays leave out the sentence
 bonus, destructive demotion and exact names (`benchmarks/fusion_eval.py` measures the real
 engine). Dev sets only choose among these few variants: nothing is fitted on them. The chosen
 penalty and weight are `python -m toolscout.training.ranker_fit`'s defaults, which writes the
@@ -18,6 +20,7 @@ Prints markdown; progress on stderr.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from pathlib import Path
@@ -26,7 +29,7 @@ import numpy as np
 
 from toolscout.search.ranker import RRF_K
 from toolscout.search.settings import DEFAULT_WEIGHTS
-from toolscout.training.ranker_fit import extract, fit, sample_catalogs
+from toolscout.training.ranker_fit import extract, fit, fit_gate, sample_catalogs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from weak_match import BENCH, catalogs  # noqa: E402 - a sibling script
@@ -75,11 +78,14 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=ROOT / "runs" / "ranker")
     parser.add_argument("--l2", default="1,10", help="penalties to fit (comma-separated)")
     parser.add_argument("--weights", default="0.5,1,1.5,2", help="weights of the ranker's vote in RRF (comma-separated)")
+    parser.add_argument("--alone-above", default="", help="gate thresholds above which the ranker's order alone "
+                                                           "decides, per weight (comma-separated; none by default)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     penalties = [float(v) for v in args.l2.split(",")]
     weights = [float(v) for v in args.weights.split(",")]
+    thresholds = [float(v) for v in args.alone_above.split(",") if v]
     train = extract(args.model, sample_catalogs(args.train), args.cache, log.info)
     dev = [e for e in extract(args.model, catalogs(BENCH), args.cache, log.info) if e.catalog.endswith("@own")]
     steps = _steps()
@@ -92,6 +98,12 @@ def main() -> int:
         for w in weights:
             variants[f"RRF + ranker l2={l2:g} vote {w:g}"] = (
                 lambda e, r=ranker, w=w: rrf(e, ranks_of(r.probabilities(e.candidates)), w))
+            gate = fit_gate(train, w, l2) if thresholds else None
+            for above in thresholds:
+                variants[f"RRF + ranker l2={l2:g} vote {w:g}, alone above {above:g}"] = (
+                    lambda e, r=dataclasses.replace(ranker, gate=gate, alone_above=above), w=w: (
+                        np.argsort(-r.probabilities(e.candidates), kind="stable") if r.orders_alone(e.candidates)
+                        else rrf(e, ranks_of(r.probabilities(e.candidates)), w)))
     print("| variant | " + " | ".join(f"{s.removesuffix('@own')} top-1 / MRR@10 / FR@10" for s in sets) + " |")
     print("|---|" + "---|" * len(sets))
     for label, order_of in variants.items():

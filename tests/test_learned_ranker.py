@@ -190,6 +190,7 @@ def test_a_shipped_ranker_is_fitted_for_the_shipped_model() -> None:
     assert shipped is not None, reason
     assert file_digest(BUNDLED_MODEL_DIR / "model.onnx").startswith(shipped.model_digest)
     assert shipped.weak_below is not None and shipped.match is not None and shipped.cosine_rule is not None
+    assert shipped.gate is not None and shipped.alone_above is not None
 
 
 def test_fitting_learns_each_requests_order_and_a_per_request_column_alone_orders_nothing(tmp_path: Path) -> None:
@@ -231,3 +232,21 @@ def test_requests_of_two_needs_join_two_served_requests_and_are_served_by_both_t
     assert any(", then play some jazz" in text or ", then wake me" in text for text, _ in joined)
     assert not any("nASA" in text for text, _ in joined)
     assert two_needs(requests[:3], 30, random.Random(0)) == ()  # too few to join
+
+
+def test_where_its_gate_says_so_the_rankers_order_alone_decides_and_says_so(tmp_path: Path) -> None:
+    # A reversing ranker whose vote is too light to reverse anything, and a gate over the request's
+    # word count whose intercept sets how sure it is.
+    def gated(intercept: float) -> LearnedRanker:
+        gate = Linear(("query_words",), np.zeros(1), np.ones(1), np.zeros(1), intercept)
+        return ranker({"dense_cosine": -20.0}, weight=0.01, gate=gate, alone_above=0.5)
+
+    alone = engine_with(tmp_path, gated(10.0)).search("rain forecast for a city", limit=5)
+    assert alone.fusion == ("learned ranker (ranker.json, 1 features): its gate says its order alone serves "
+                            "requests like this one, and it decides")
+    assert alone.hits[-1].tool.id == "weather__get_forecast" and alone.hits[-1].ranks["learned"] == 5
+    voted = engine_with(tmp_path, gated(-10.0)).search("rain forecast for a city", limit=5)
+    assert voted.fusion.endswith("one vote beside the signals in weighted RRF (weight 0.01)")
+    assert voted.hits[0].tool.id == "weather__get_forecast"
+    loaded = load_ranker(tmp_path)[0]
+    assert loaded.alone_above == 0.5 and loaded.gate is not None and loaded.gate.features == ("query_words",)

@@ -302,12 +302,12 @@ class ToolSearch:
         past_requests_decide = bool(ranked.weight_scale.get("intent", 0.0) > 0)
         orders = ranker is not None and settings.fusion == "learned" and not past_requests_decide
         sentences = max(len(parts), 1)
-        fused, probability, learned = self._fuse(snapshot, ranked, ranker, orders, sentences, depth, feature)
+        fused, probability, learned, alone = self._fuse(snapshot, ranked, ranker, orders, sentences, depth, feature)
         part_fusions = [
             self._fuse(
                 snapshot,
                 self._rankings(snapshot, signals, part, depth, servers, None if vectors is None else vectors[i]),
-                ranker if orders else None, orders, 1, depth, feature,
+                ranker if orders else None, orders, 1, depth, feature, alone,
             )[0]
             for i, part in enumerate(parts)
         ]
@@ -315,6 +315,8 @@ class ToolSearch:
             fusion = f"weighted RRF (past requests close to this one vote; the {fusion} only judges the match)"
         elif ranker is not None and not orders:
             fusion = f"weighted RRF (asked for; the {fusion} only judges the match)"
+        elif ranker is not None and alone:
+            fusion = f"{fusion}: its gate says its order alone serves requests like this one, and it decides"
         elif ranker is not None:
             fusion = f"{fusion}: its order is one vote beside the signals in weighted RRF (weight {ranker.weight:g})"
         order, scores, exact = self._adjusted(snapshot, text, servers, fused, part_fusions)
@@ -351,32 +353,47 @@ class ToolSearch:
         sentences: int,
         depth: int,
         feature: _RerankerColumn,
-    ) -> tuple[list[tuple[int, float]], float | None, list[int]]:
+        alone: bool | None = None,
+    ) -> tuple[list[tuple[int, float]], float | None, list[int], bool]:
         """Fused (position, score) best first; with the learned ranker also the probability that its
-        best candidate serves the request, and its order (when it `orders`; else weighted RRF
-        orders, and the ranker only judges the match).
+        best candidate serves the request, its order (when it `orders`; else weighted RRF orders,
+        and the ranker only judges the match), and whether that order alone decided.
 
         The ranker orders the zero-shot signals' candidates; that order joins every signal's
         ranking in weighted RRF as one more vote, with the weight stored beside it
         (`LearnedRanker.weight`). A vote rather than the whole say: fitted on training requests,
         it knows the wording of those (everyday and API-style) better than that of a catalog
         where the words of a request must match a tool's, where the lexical signals keep their
-        say; and learning from use (the intent vote, the expansion field) keeps its own."""
+        say. Where its gate says requests like this one are served better by its order alone
+        (`LearnedRanker.orders_alone`), that order replaces the zero-shot signals' votes with
+        their weight added to its own, so scores (and a sentence's bonus) keep their scale. A
+        sentence of a longer request follows the whole request's `alone`: the gate judges what
+        the request is like, and one sentence of it looks like another request."""
         settings = self.settings
         if ranker is None:
-            return ranked.fuse(settings.weights, settings.rrf_k), None, []
+            return ranked.fuse(settings.weights, settings.rrf_k), None, [], False
         candidates = _candidates(snapshot, ranked, ranker.signals, sentences, depth)
         if not len(candidates):
-            return [], None, []
+            return [], None, [], False
         if ranker.reads_reranker:
             assert ranker.reranker_depth is not None, "a ranker reading the reranker names its depth"
             candidates = feature.added(candidates, settings, ranker.reranker_depth)
         probabilities, served = ranker.scored(candidates)
         if not orders:
-            return ranked.fuse(settings.weights, settings.rrf_k), served, []
+            return ranked.fuse(settings.weights, settings.rrf_k), served, [], False
         learned = candidates.positions[np.argsort(-probabilities, kind="stable")].tolist()
+        if ranker.orders_alone(candidates) if alone is None else alone:
+            # It takes the zero-shot signals' say as well; the learned signals (overlay phrases
+            # in the expansion field) keep theirs.
+            zero_shot = [name for name in ranked.positions if name not in LEARNED_SIGNALS]
+            say = ranker.weight + sum(settings.weights.get(name, 0.0) for name in zero_shot)
+            alone = replace(ranked, positions={
+                **{name: ranking for name, ranking in ranked.positions.items() if name in LEARNED_SIGNALS},
+                LEARNED: learned,
+            })
+            return alone.fuse({**settings.weights, LEARNED: say}, settings.rrf_k), served, learned, True
         voted = replace(ranked, positions={**ranked.positions, LEARNED: learned})
-        return voted.fuse({**settings.weights, LEARNED: ranker.weight}, settings.rrf_k), served, learned
+        return voted.fuse({**settings.weights, LEARNED: ranker.weight}, settings.rrf_k), served, learned, False
 
     def candidates(
         self, query: str, *, depth: int | None = None, servers: Collection[str] | None = None

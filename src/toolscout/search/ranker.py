@@ -7,7 +7,8 @@ signal's rank and score, the score's margin to that signal's best, the dense cos
 query words the tool's name shares, and the request's length, sentence count and catalog size,
 and scores it with a linear model (fitted as a softmax over each training request's candidates;
 `toolscout.training.ranker_fit`). Its order joins weighted RRF as one more vote, with the weight
-stored beside it (`LearnedRanker.weight`). A second small
+stored beside it (`LearnedRanker.weight`), or, where a small gate over what the request is like
+says its order alone serves such requests better, orders alone (`LearnedRanker.orders_alone`). A second small
 logistic model reads the best candidate's features (and the ranker's logit of it) and says how
 likely it is that anything in the catalog serves the request: what the weak-match notice reads
 (`MatchStrength.probability`), whichever fusion orders the hits.
@@ -263,6 +264,11 @@ class LearnedRanker:
     # The dense-only weak-match rule's thresholds for the same embedding model, chosen with the
     # threshold above: what judges the match where this ranker cannot run (a signal it reads is off).
     cosine_rule: CosineRule | None = None
+    # Whether the ranker's order alone serves a request better than its vote beside the signals,
+    # from what the request is like (`gate`, over per-request columns); above `alone_above` the
+    # ranker orders alone. None: it always votes.
+    gate: Linear | None = None
+    alone_above: float | None = None
 
     @property
     def features(self) -> tuple[str, ...]:
@@ -293,6 +299,13 @@ class LearnedRanker:
         row[RANKER_LOGIT] = np.array([math.log(p / (1 - p))])
         return probabilities, float(self.match.probabilities(feature_matrix(row, self.match.features))[0])
 
+    def orders_alone(self, candidates: Candidates) -> bool:
+        """Whether the ranker's order alone, rather than its vote, should order this request."""
+        if self.gate is None or self.alone_above is None or not len(candidates):
+            return False
+        row = feature_matrix(feature_columns(candidates), self.gate.features)[:1]
+        return bool(self.gate.probabilities(row)[0] > self.alone_above)
+
     def probabilities_of(self, matrix: np.ndarray) -> np.ndarray:
         return self.ranking.probabilities(matrix) if len(matrix) else np.zeros(0)
 
@@ -309,6 +322,7 @@ class LearnedRanker:
                            "cosine_rule": None if self.cosine_rule is None else self.cosine_rule.as_json()},
             "model_sha256": self.model_digest,
             "about": dict(self.about),
+            **({"gate": {"model": self.gate.as_json(), "alone_above": self.alone_above}} if self.gate is not None else {}),
             **({"reranker": {"depth": self.reranker_depth}} if self.reranker_depth is not None else {}),
             **({"without_reranker": self.without_reranker.as_json()} if self.without_reranker is not None else {}),
         }
@@ -337,6 +351,9 @@ class LearnedRanker:
             depth = None if depth is None else int(depth)
             rule = weak_match.get("cosine_rule")
             rule = None if rule is None else CosineRule.from_json(rule)
+            gate = document.get("gate")
+            alone_above = None if gate is None else float(gate["alone_above"])
+            gate = None if gate is None else Linear.from_json(gate["model"], f"{origin} (gate model)")
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{origin} is malformed: {exc}") from None
         digest = document.get("model_sha256")
@@ -344,7 +361,7 @@ class LearnedRanker:
         ranker = cls(ranking, weak_below=None if weak is None else float(weak), weight=weight,
                      model_digest=str(digest) if digest else None, about=document.get("about") or {}, signals=signals,
                      match=None if match is None else Linear.from_json(match, f"{origin} (weak_match model)"),
-                     reranker_depth=depth, cosine_rule=rule,
+                     reranker_depth=depth, cosine_rule=rule, gate=gate, alone_above=alone_above,
                      without_reranker=None if without is None else cls.from_json(without, f"{origin} (without_reranker)"))
         if ranker.reads_reranker and (depth is None or depth < 1):
             raise ConfigError(f"{origin} is malformed: it reads the reranker's columns but names no reranker depth >= 1")

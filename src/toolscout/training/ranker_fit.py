@@ -53,12 +53,14 @@ __all__ = [
     "design",
     "extract",
     "fit",
+    "fit_gate",
     "fit_match",
     "model_digest",
     "ranking_scores",
     "reranker_features",
     "sample_catalogs",
     "two_needs",
+    "vote_order",
 ]
 
 log = logging.getLogger("toolscout.ranker_fit")
@@ -346,6 +348,51 @@ def fit_match(examples: Sequence[Example], ranker: LearnedRanker, features: Sequ
     return Linear(tuple(features), mean, scale, model.coef_[0].astype(np.float64), float(model.intercept_[0]))
 
 
+def vote_order(example: Example, probabilities: np.ndarray, weight: float) -> np.ndarray:
+    """Candidate indices, best first, as the engine orders them with the ranker as one vote of
+    `weight` beside the zero-shot signals in weighted RRF (a replay: no sentence bonus)."""
+    from toolscout.search.settings import DEFAULT_RRF_K, DEFAULT_WEIGHTS
+
+    c = example.candidates
+    fused = sum(DEFAULT_WEIGHTS[s] / (DEFAULT_RRF_K + np.asarray(c.ranks[s], dtype=np.float64)) for s in c.ranks)
+    order = np.argsort(-probabilities, kind="stable")
+    ranks = np.empty(len(order))
+    ranks[order] = np.arange(1, len(order) + 1)
+    return np.argsort(-(fused + weight / (DEFAULT_RRF_K + ranks)), kind="stable")
+
+
+def fit_gate(examples: Sequence[Example], weight: float, l2: float, folds: int = 2) -> Linear:
+    """P(the ranker's order alone puts a served tool higher than its vote of `weight` does), from
+    the request's CONTEXT columns: a logistic model over the served training requests where the
+    two differ. Each request is scored by a ranker fitted on the other folds' sources (a ranker
+    scored on its own training requests looks better alone than it is)."""
+    from sklearn.linear_model import LogisticRegression
+
+    served = [e for e in examples if e.labels.any()]
+    sources = sorted({e.catalog.split("@")[0] for e in served})
+    fold_of = {source: number % folds for number, source in enumerate(sources)}
+    rows, better = [], []
+    for fold in range(folds):
+        ranker = fit([e for e in served if fold_of[e.catalog.split("@")[0]] != fold], l2=l2)
+        for example in (e for e in served if fold_of[e.catalog.split("@")[0]] == fold):
+            probabilities = ranker.probabilities(example.candidates)
+            alone = _first_served(example, np.argsort(-probabilities, kind="stable"))
+            voted = _first_served(example, vote_order(example, probabilities, weight))
+            if alone != voted:
+                rows.append(feature_matrix(feature_columns(example.candidates), CONTEXT)[0])
+                better.append(alone < voted)
+    matrix, target = np.array(rows), np.array(better)
+    mean, scale = matrix.mean(axis=0), matrix.std(axis=0)
+    scale = np.where(scale > 1e-9, scale, 1.0)
+    model = LogisticRegression(C=1.0, max_iter=2000).fit((matrix - mean) / scale, target)
+    return Linear(CONTEXT, mean, scale, model.coef_[0].astype(np.float64), float(model.intercept_[0]))
+
+
+def _first_served(example: Example, order: np.ndarray) -> int:
+    hits = np.flatnonzero(example.labels[order])
+    return int(hits[0]) + 1 if hits.size else len(order) + 1
+
+
 def ranking_scores(ranker: LearnedRanker, examples: Sequence[Example]) -> dict[str, float]:
     """Top-1, Recall@5 and MRR@10 of the ranker's order over feasible examples (replay, no sentence bonus)."""
     top1 = r5 = mrr = 0.0
@@ -371,6 +418,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The shipped ranker's choices, made with benchmarks/ranker_select.py (docs/benchmarks.md).
     parser.add_argument("--l2", type=float, default=10.0, help="penalty on the ranker's coefficients")
     parser.add_argument("--weight", type=float, default=1.5, help="weight of the ranker's vote in weighted RRF")
+    parser.add_argument("--alone-above", type=float, default=0.8,
+                        help="the gate's probability above which the ranker's order alone decides (1: never)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--weak-below", type=float, default=None,
                         help="weak-match threshold to store (choose it with benchmarks/weak_match.py)")
@@ -390,9 +439,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"sources {', '.join(RANKER_SOURCES)}; seed {args.seed}",
         "l2": args.l2,
         "weight": f"{args.weight:g}, chosen with benchmarks/ranker_select.py on every dev set",
+        "alone_above": f"{args.alone_above:g}, chosen with benchmarks/ranker_select.py on every dev set",
     }
     ranker = fit(examples, l2=args.l2, about=about, digest=model_digest(args.model)[:16])
-    ranker = dataclasses.replace(ranker, weight=args.weight, match=fit_match(examples, ranker))
+    ranker = dataclasses.replace(ranker, weight=args.weight, match=fit_match(examples, ranker),
+                                 gate=fit_gate(examples, args.weight, args.l2), alone_above=args.alone_above)
     if args.weak_below is not None:
         ranker = dataclasses.replace(ranker, weak_below=args.weak_below)
     log.info("training replay: %s", ranking_scores(ranker, examples))
