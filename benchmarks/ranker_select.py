@@ -27,9 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolscout.search.ranker import RRF_K
-from toolscout.search.settings import DEFAULT_WEIGHTS
-from toolscout.training.ranker_fit import extract, fit, fit_gate, sample_catalogs
+from toolscout.training.ranker_fit import extract, fit, fit_gate, sample_catalogs, vote_order
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from weak_match import BENCH, catalogs  # noqa: E402 - a sibling script
@@ -55,22 +53,6 @@ def scores(order_of, examples, steps: dict[str, tuple[frozenset[str], ...]]) -> 
     return top1 / n, mrr / n, full / n
 
 
-def rrf(example, extra: np.ndarray | None = None, weight: float = 0.0) -> np.ndarray:
-    """Weighted RRF over the signals' ranks of the candidates, plus an extra ranking's vote."""
-    c = example.candidates
-    fused = sum(DEFAULT_WEIGHTS[s] / (RRF_K + np.asarray(c.ranks[s])) for s in c.ranks)
-    if extra is not None:
-        fused = fused + weight / (RRF_K + extra)
-    return np.argsort(-fused, kind="stable")
-
-
-def ranks_of(values: np.ndarray) -> np.ndarray:
-    order = np.argsort(-values, kind="stable")
-    ranks = np.empty(len(values))
-    ranks[order] = np.arange(1, len(values) + 1)
-    return ranks
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="bundled")
@@ -90,20 +72,20 @@ def main() -> int:
     dev = [e for e in extract(args.model, catalogs(BENCH), args.cache, log.info) if e.catalog.endswith("@own")]
     steps = _steps()
     sets = list(dict.fromkeys(e.catalog for e in dev))
-    variants = {"weighted RRF": lambda e: rrf(e), "dense alone": lambda e: np.argsort(np.asarray(e.candidates.ranks["dense"]), kind="stable")}
+    variants = {"weighted RRF": lambda e: vote_order(e), "dense alone": lambda e: np.argsort(np.asarray(e.candidates.ranks["dense"]), kind="stable")}
     for l2 in penalties:
         log.info("fitting l2=%g", l2)
         ranker = fit(train, l2=l2)
         variants[f"ranker l2={l2:g} alone"] = lambda e, r=ranker: np.argsort(-r.probabilities(e.candidates), kind="stable")
         for w in weights:
             variants[f"RRF + ranker l2={l2:g} vote {w:g}"] = (
-                lambda e, r=ranker, w=w: rrf(e, ranks_of(r.probabilities(e.candidates)), w))
+                lambda e, r=ranker, w=w: vote_order(e, r.probabilities(e.candidates), w))
             gate = fit_gate(train, w, l2) if thresholds else None
             for above in thresholds:
                 variants[f"RRF + ranker l2={l2:g} vote {w:g}, alone above {above:g}"] = (
                     lambda e, r=dataclasses.replace(ranker, gate=gate, alone_above=above), w=w: (
                         np.argsort(-r.probabilities(e.candidates), kind="stable") if r.orders_alone(e.candidates)
-                        else rrf(e, ranks_of(r.probabilities(e.candidates)), w)))
+                        else vote_order(e, r.probabilities(e.candidates), w)))
     print("| variant | " + " | ".join(f"{s.removesuffix('@own')} top-1 / MRR@10 / FR@10" for s in sets) + " |")
     print("|---|" + "---|" * len(sets))
     for label, order_of in variants.items():

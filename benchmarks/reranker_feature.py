@@ -36,11 +36,20 @@ from toolscout.index.cross_encoder import load_cross_encoder
 from toolscout.index.model_files import BUNDLED_RERANKER_DIR, file_digest, resolve_model
 from toolscout.search.ranker import LearnedRanker
 from toolscout.search.settings import SearchSettings
-from toolscout.training.ranker_fit import Catalog, Example, extract, fit, model_digest, reranker_features, sample_catalogs
+from toolscout.training.ranker_fit import (
+    Catalog,
+    Example,
+    extract,
+    fit,
+    model_digest,
+    reranker_features,
+    sample_catalogs,
+    vote_order,
+)
 from toolscout.training.reranker_column import ScoreCache, documents_of, reranker_seen, score_heads, with_reranker_column
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ranker_select import ranks_of, rrf, scores  # noqa: E402 - a sibling script
+from ranker_select import scores  # noqa: E402 - a sibling script
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT.parent / "shared" / "bench"
@@ -130,10 +139,10 @@ def main() -> int:
     for label, ranker, depth, weight in rows:
         examples = dev if depth is None else with_reranker_column(dev, dev_scores, depth)
         if ranker is None:
-            order_of = rrf
+            order_of = vote_order
         else:
             def order_of(e: Example, r: LearnedRanker = ranker, w: float = weight) -> np.ndarray:
-                return rrf(e, ranks_of(r.probabilities(e.candidates)), w)
+                return vote_order(e, r.probabilities(e.candidates), w)
         cells = []
         for name in sets:
             t, m, f = scores(order_of, [e for e in examples if e.catalog == name], steps[name])

@@ -387,11 +387,11 @@ class ToolSearch:
             # in the expansion field) keep theirs.
             zero_shot = [name for name in ranked.positions if name not in LEARNED_SIGNALS]
             say = ranker.weight + sum(settings.weights.get(name, 0.0) for name in zero_shot)
-            alone = replace(ranked, positions={
+            decided = replace(ranked, positions={
                 **{name: ranking for name, ranking in ranked.positions.items() if name in LEARNED_SIGNALS},
                 LEARNED: learned,
             })
-            return alone.fuse({**settings.weights, LEARNED: say}, settings.rrf_k), served, learned, True
+            return decided.fuse({**settings.weights, LEARNED: say}, settings.rrf_k), served, learned, True
         voted = replace(ranked, positions={**ranked.positions, LEARNED: learned})
         return voted.fuse({**settings.weights, LEARNED: ranker.weight}, settings.rrf_k), served, learned, False
 

@@ -63,6 +63,7 @@ __all__ = [
     "feature_matrix",
     "feature_parts",
     "fused_head",
+    "fused_scores",
     "load_ranker",
     "reranker_columns",
 ]
@@ -171,13 +172,18 @@ def feature_columns(c: Candidates) -> dict[str, np.ndarray]:
     return columns
 
 
-def fused_head(c: Candidates, weights: Mapping[str, float], k: float, depth: int) -> np.ndarray:
-    """Indices of the first `depth` candidates by the signals' weighted RRF (ties in listing order):
-    the ones the reranker scores, before the ranker runs, in the engine and in fitting alike."""
+def fused_scores(c: Candidates, weights: Mapping[str, float], k: float) -> np.ndarray:
+    """Each candidate's weighted RRF score over the signals' ranks of it (0 where none listed it)."""
     fused = np.zeros(len(c))
     for signal, ranks in c.ranks.items():
         fused += weights.get(signal, 0.0) / (k + np.asarray(ranks, dtype=np.float64))
-    return np.argsort(-fused, kind="stable")[:depth]
+    return fused
+
+
+def fused_head(c: Candidates, weights: Mapping[str, float], k: float, depth: int) -> np.ndarray:
+    """Indices of the first `depth` candidates by the signals' weighted RRF (ties in listing order):
+    the ones the reranker scores, before the ranker runs, in the engine and in fitting alike."""
+    return np.argsort(-fused_scores(c, weights, k), kind="stable")[:depth]
 
 
 def reranker_columns(logits: np.ndarray) -> dict[str, np.ndarray]:

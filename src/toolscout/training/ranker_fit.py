@@ -37,7 +37,17 @@ import numpy as np
 
 from toolscout.catalog import ToolRecord
 from toolscout.training.data import EVERYDAY_SOURCES, LICENSED_SOURCES
-from toolscout.search.ranker import PRODUCT, RANKER_LOGIT, RERANKER_FEATURES, Candidates, LearnedRanker, Linear, feature_columns, feature_matrix
+from toolscout.search.ranker import (
+    PRODUCT,
+    RANKER_LOGIT,
+    RERANKER_FEATURES,
+    Candidates,
+    LearnedRanker,
+    Linear,
+    feature_columns,
+    feature_matrix,
+    fused_scores,
+)
 
 __all__ = [
     "CONTEXT",
@@ -348,17 +358,19 @@ def fit_match(examples: Sequence[Example], ranker: LearnedRanker, features: Sequ
     return Linear(tuple(features), mean, scale, model.coef_[0].astype(np.float64), float(model.intercept_[0]))
 
 
-def vote_order(example: Example, probabilities: np.ndarray, weight: float) -> np.ndarray:
-    """Candidate indices, best first, as the engine orders them with the ranker as one vote of
-    `weight` beside the zero-shot signals in weighted RRF (a replay: no sentence bonus)."""
+def vote_order(example: Example, probabilities: np.ndarray | None = None, weight: float = 0.0) -> np.ndarray:
+    """Candidate indices, best first, as the engine orders them by the zero-shot signals' weighted
+    RRF, with the ranker's order (by `probabilities`) as one more vote of `weight` (a replay: no
+    sentence bonus)."""
     from toolscout.search.settings import DEFAULT_RRF_K, DEFAULT_WEIGHTS
 
-    c = example.candidates
-    fused = sum(DEFAULT_WEIGHTS[s] / (DEFAULT_RRF_K + np.asarray(c.ranks[s], dtype=np.float64)) for s in c.ranks)
-    order = np.argsort(-probabilities, kind="stable")
-    ranks = np.empty(len(order))
-    ranks[order] = np.arange(1, len(order) + 1)
-    return np.argsort(-(fused + weight / (DEFAULT_RRF_K + ranks)), kind="stable")
+    fused = fused_scores(example.candidates, DEFAULT_WEIGHTS, DEFAULT_RRF_K)
+    if probabilities is not None:
+        order = np.argsort(-probabilities, kind="stable")
+        ranks = np.empty(len(order))
+        ranks[order] = np.arange(1, len(order) + 1)
+        fused = fused + weight / (DEFAULT_RRF_K + ranks)
+    return np.argsort(-fused, kind="stable")
 
 
 def fit_gate(examples: Sequence[Example], weight: float, l2: float, folds: int = 2) -> Linear:
