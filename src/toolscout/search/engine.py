@@ -10,7 +10,9 @@ and weighted Reciprocal Rank Fusion merges those rankings; with `fusion="learned
 beside the embedding model (`toolscout.search.ranker`) also orders the union of the candidates,
 from what each signal said about each, and its order joins the fusion as one more vote, wherever
 it can run (`toolscout.search.fusion.Fusion` decides and says why: `SearchResponse.fusion`). Where it can run, the ranker's match model judges
-every search for the weak-match notice, whichever fusion orders. `index` may be called again at any time;
+every search for the weak-match notice, whichever fusion orders, and with the calibration fitted
+beside it gives the confidence that the first result serves the request
+(`toolscout.search.calibrated.first_result_match`). `index` may be called again at any time;
 a search reads one immutable snapshot, swapped in atomically, and answers with keyword signals
 (saying so in `notice`) until `complete` has embedded the latest catalog and its example requests
 (the intent signal, `toolscout.index.intent`). No MCP imports here.
@@ -50,7 +52,8 @@ from toolscout.index.intent import IntentExamples, IntentRetriever, LabelledRequ
 from toolscout.index.text import dense_document, tokenize
 from toolscout.search.base import ProgressCallback, SearchHit, SearchResponse
 from toolscout.search.catalog_index import IDENTIFIER, catalog_index
-from toolscout.search.confidence import GAP_RANK, MatchStrength, match_strength
+from toolscout.search.calibrated import first_result_match
+from toolscout.search.confidence import GAP_RANK, match_strength
 from toolscout.search.destructive import asks_to_destroy, demote_destructive
 from toolscout.search.fusion import Fusion, weighted_rrf
 from toolscout.search.ranker import RANKER_SIGNALS, RERANKER, Candidates, LearnedRanker, fused_head
@@ -100,6 +103,16 @@ class _Ranked:
     def fuse(self, weights: Mapping[str, float], k: float) -> list[tuple[int, float]]:
         scaled = {name: w * self.weight_scale.get(name, 1.0) for name, w in weights.items()}
         return weighted_rrf(self.positions, scaled, k=k)
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """What the learned ranker said of one request: its candidates, its probability that each
+    serves the request, and its match model's probability that some tool does."""
+
+    candidates: Candidates
+    probabilities: np.ndarray
+    served: float
 
 
 @dataclass(frozen=True)
@@ -302,7 +315,7 @@ class ToolSearch:
         past_requests_decide = bool(ranked.weight_scale.get("intent", 0.0) > 0)
         orders = ranker is not None and settings.fusion == "learned" and not past_requests_decide
         sentences = max(len(parts), 1)
-        fused, probability, learned, alone = self._fuse(snapshot, ranked, ranker, orders, sentences, depth, feature)
+        fused, judged, learned, alone = self._fuse(snapshot, ranked, ranker, orders, sentences, depth, feature)
         part_fusions = [
             self._fuse(
                 snapshot,
@@ -336,8 +349,11 @@ class ToolSearch:
                 SearchHit(snapshot.tools[position], scores.get(position, 0.0), ranks, rerank_scores.get(position))
             )
         strength = None
-        if probability is not None and ranker is not None:
-            strength = MatchStrength(probability=probability, weak_below=ranker.weak_below)
+        if judged is not None and ranker is not None:
+            strength = first_result_match(
+                judged.candidates, judged.probabilities, judged.served, order[0] if order else None,
+                self._fusion.calibration(), ranker.weak_below,
+            )
         elif "dense" in ranked.scores:
             cosines = ranked.scores["dense"]
             rule = self._fusion.cosine_rule(encoder.model_id if encoder is not None else None)
@@ -354,10 +370,11 @@ class ToolSearch:
         depth: int,
         feature: _RerankerColumn,
         alone: bool | None = None,
-    ) -> tuple[list[tuple[int, float]], float | None, list[int], bool]:
-        """Fused (position, score) best first; with the learned ranker also the probability that its
-        best candidate serves the request, its order (when it `orders`; else weighted RRF orders,
-        and the ranker only judges the match), and whether that order alone decided.
+    ) -> tuple[list[tuple[int, float]], _Judged | None, list[int], bool]:
+        """Fused (position, score) best first; with the learned ranker also what it judged (its
+        candidates, its probability of each and that some tool serves the request), its order
+        (when it `orders`; else weighted RRF orders, and the ranker only judges the match), and
+        whether that order alone decided.
 
         The ranker orders the zero-shot signals' candidates; that order joins every signal's
         ranking in weighted RRF as one more vote, with the weight stored beside it
@@ -379,8 +396,9 @@ class ToolSearch:
             assert ranker.reranker_depth is not None, "a ranker reading the reranker names its depth"
             candidates = feature.added(candidates, settings, ranker.reranker_depth)
         probabilities, served = ranker.scored(candidates)
+        judged = _Judged(candidates, probabilities, served)
         if not orders:
-            return ranked.fuse(settings.weights, settings.rrf_k), served, [], False
+            return ranked.fuse(settings.weights, settings.rrf_k), judged, [], False
         learned = candidates.positions[np.argsort(-probabilities, kind="stable")].tolist()
         if ranker.orders_alone(candidates) if alone is None else alone:
             # It takes the zero-shot signals' say as well; the learned signals (overlay phrases
@@ -391,9 +409,9 @@ class ToolSearch:
                 **{name: ranking for name, ranking in ranked.positions.items() if name in LEARNED_SIGNALS},
                 LEARNED: learned,
             })
-            return decided.fuse({**settings.weights, LEARNED: say}, settings.rrf_k), served, learned, True
+            return decided.fuse({**settings.weights, LEARNED: say}, settings.rrf_k), judged, learned, True
         voted = replace(ranked, positions={**ranked.positions, LEARNED: learned})
-        return voted.fuse({**settings.weights, LEARNED: ranker.weight}, settings.rrf_k), served, learned, False
+        return voted.fuse({**settings.weights, LEARNED: ranker.weight}, settings.rrf_k), judged, learned, False
 
     def candidates(
         self, query: str, *, depth: int | None = None, servers: Collection[str] | None = None
