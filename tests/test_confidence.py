@@ -27,6 +27,7 @@ from toolscout.training.confidence_fit import expected_calibration_error, recall
 SHIPPED = BUNDLED_MODEL_DIR / CONFIDENCE_FILE
 
 
+@pytest.mark.anyio
 async def test_every_search_tools_answer_carries_a_confidence_and_an_unserved_request_gets_the_notice(
     tmp_path: Path,
 ) -> None:
@@ -85,12 +86,13 @@ def test_a_calibration_fitted_with_another_ranker_is_not_used(tmp_path: Path) ->
     assert calibration is None and "fitted with another ranker.json" in why
 
 
-def test_the_confidence_is_a_probability_at_both_ends_of_its_map() -> None:
-    calibration = Calibration(("ranker_logit",), np.zeros(1), np.ones(1), np.ones(1), 0.0,
-                              np.array([-1.0, 0.0, 1.0]), np.array([0.0, 0.25, 1.0]), weak_below=0.2)
-    assert calibration.confidence({"ranker_logit": -50.0}) == 0.0
-    assert calibration.confidence({"ranker_logit": 50.0}) == 1.0
-    assert calibration.confidence({"ranker_logit": 0.5}) == pytest.approx(0.625)
+def test_the_confidence_is_a_probability_even_far_out_at_both_ends() -> None:
+    # Platt's sigmoid as scikit-learn writes it: 1 / (1 + exp(slope x score + offset)).
+    calibration = Calibration(("ranker_logit",), np.zeros(1), np.ones(1), np.ones(1), 0.0, -2.0, 1.0, weak_below=0.2)
+    assert calibration.confidence({"ranker_logit": -1e6}) == 0.0
+    assert calibration.confidence({"ranker_logit": 1e6}) == 1.0
+    assert calibration.confidence({"ranker_logit": 0.5}) == pytest.approx(0.5)
+    assert calibration.confidence({"ranker_logit": 1.0}) == pytest.approx(1 / (1 + np.exp(-1.0)))
     assert calibration.weak(0.1) and not calibration.weak(0.25)
 
 

@@ -6,13 +6,15 @@ get 0.06. A small model turns what the search already computed into that chance:
 best probability and its margin over the second, the match model's verdict, the best cosine and
 how far it stands out of the catalog (best minus tenth), the best keyword scores, whether the
 signals agree on the first result, the request's length and the catalog's size
-(`request_features`). A logistic model reads them, and an isotonic map fitted on held-out folds
-turns its score into a probability (calibrated: of answers given confidence 0.7, about 70% had a
-first result that serves the request, on a mix of served requests and requests whose right tool
-was dropped from the catalog). Below `Calibration.weak_below` the weak-match notice fires.
+(`request_features`). A logistic model reads them, and a sigmoid fitted on its scores of held-out
+sources (Platt scaling) turns its score into a probability (calibrated: of answers given
+confidence 0.7, about 70% had a first result that serves the request, on a mix of served requests
+and requests whose right tool was dropped from the catalog). The sigmoid is strictly increasing,
+so every difference the score makes survives (an isotonic map's flat steps would tie most
+requests no tool serves with served ones at the low end, where the notice's threshold lies). Below `Calibration.weak_below` the weak-match notice fires.
 
 The fitted model is `confidence.json` beside the ranker file (plain numbers: coefficients, feature
-means and scales, the isotonic map's points), fitted by `toolscout.training.confidence_fit` for one
+means and scales, the sigmoid's slope and offset), fitted by `toolscout.training.confidence_fit` for one
 ranker file (its sha256 is stored): a confidence read through another ranker's probabilities would
 mean nothing, so a file fitted for another ranker is not used. No MCP, no training code.
 """
@@ -115,15 +117,16 @@ def request_features(
 @dataclass(frozen=True)
 class Calibration:
     """P(the first result serves the request): a logistic score over `features` (standardised),
-    mapped to a probability by an isotonic map (`points_x` -> `points_y`, clipped at both ends)."""
+    mapped to a probability by a sigmoid, 1 / (1 + exp(slope x score + offset)) (Platt scaling,
+    as scikit-learn writes it)."""
 
     features: tuple[str, ...]
     mean: np.ndarray
     scale: np.ndarray
     coefficients: np.ndarray
     intercept: float
-    points_x: np.ndarray
-    points_y: np.ndarray
+    slope: float
+    offset: float
     # Below this confidence the weak-match notice fires (None: never).
     weak_below: float | None = None
     # sha256 of the ranker file it was fitted with; None: any.
@@ -133,12 +136,14 @@ class Calibration:
     reference: tuple[tuple[Mapping[str, float], float], ...] = ()
 
     def score(self, features: Mapping[str, float]) -> float:
-        """The logistic model's logit (what the isotonic map reads)."""
+        """The logistic model's logit (what the sigmoid reads)."""
         row = np.array([features[name] for name in self.features], dtype=np.float64)
         return float(((row - self.mean) / self.scale) @ self.coefficients + self.intercept)
 
     def confidence(self, features: Mapping[str, float]) -> float:
-        return float(np.clip(np.interp(self.score(features), self.points_x, self.points_y), 0.0, 1.0))
+        z = self.slope * self.score(features) + self.offset
+        # Written so that neither end overflows.
+        return float(math.exp(-z) / (1.0 + math.exp(-z)) if z >= 0 else 1.0 / (1.0 + math.exp(z)))
 
     def weak(self, confidence: float) -> bool:
         return self.weak_below is not None and confidence < self.weak_below
@@ -148,10 +153,10 @@ class Calibration:
             return [float(v) for v in values]
 
         return {
-            "format": FORMAT, "version": VERSION, "kind": "logistic+isotonic",
+            "format": FORMAT, "version": VERSION, "kind": "logistic+sigmoid",
             "features": list(self.features), "mean": floats(self.mean), "scale": floats(self.scale),
             "coefficients": floats(self.coefficients), "intercept": float(self.intercept),
-            "isotonic": {"x": floats(self.points_x), "y": floats(self.points_y)},
+            "sigmoid": {"slope": float(self.slope), "offset": float(self.offset)},
             "weak_below": self.weak_below, "ranker_sha256": self.ranker_sha256, "about": dict(self.about),
             "reference": [{"features": dict(f), "confidence": c} for f, c in self.reference],
         }
@@ -172,12 +177,11 @@ class Calibration:
         try:
             features = tuple(str(name) for name in document["features"])
             mean, scale, coefficients = (np.asarray(document[k], dtype=np.float64) for k in ("mean", "scale", "coefficients"))
-            points_x = np.asarray(document["isotonic"]["x"], dtype=np.float64)
-            points_y = np.asarray(document["isotonic"]["y"], dtype=np.float64)
+            slope, offset = float(document["sigmoid"]["slope"]), float(document["sigmoid"]["offset"])
             weak = document.get("weak_below")
             reference = tuple(({str(k): float(v) for k, v in row["features"].items()}, float(row["confidence"]))
                               for row in document.get("reference", ()))
-            calibration = cls(features, mean, scale, coefficients, float(document["intercept"]), points_x, points_y,
+            calibration = cls(features, mean, scale, coefficients, float(document["intercept"]), slope, offset,
                               weak_below=None if weak is None else float(weak),
                               ranker_sha256=document.get("ranker_sha256") or None,
                               about=document.get("about") or {}, reference=reference)
@@ -188,8 +192,6 @@ class Calibration:
             raise ConfigError(f"{origin} reads feature(s) this toolscout does not compute: {', '.join(unknown)}")
         if any(a.shape != (len(features),) for a in (mean, scale, coefficients)) or not np.all(scale > 0):
             raise ConfigError(f"{origin} is malformed: mean, scale and coefficients need one value per feature")
-        if points_x.shape != points_y.shape or points_x.size < 1 or np.any(np.diff(points_x) < 0):
-            raise ConfigError(f"{origin} is malformed: the isotonic map needs increasing x and one y per x")
         return calibration
 
 

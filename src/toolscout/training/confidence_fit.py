@@ -11,8 +11,8 @@ whose right tools it lacks (nothing in it serves them), plus the clinc150 catalo
 out-of-scope requests (`unserved.jsonl`) and as many of its served ones. Every request is searched
 by the real engine (`ToolSearch.search`, limit 5, as `search_tools` does) and labelled by whether
 its first result serves it. A logistic model over `calibrated.FEATURES` is fitted on all of them,
-and an isotonic map on its scores of held-out sources (scikit-learn's CalibratedClassifierCV,
-folds by source); the weak-match threshold is the highest confidence below which at most
+and a sigmoid on its scores of held-out sources (Platt scaling: scikit-learn's
+CalibratedClassifierCV, folds by source); the weak-match threshold is the highest confidence below which at most
 `--max-false-alarms` of the served training requests fall. Minutes on two cores (embeddings are
 cached). Progress on stderr.
 """
@@ -139,7 +139,7 @@ def design(rows: Sequence[Row]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def fit(rows: Sequence[Row], *, c: float = 1.0, max_false_alarms: float = 0.03, folds: int = 5,
         about: dict | None = None, ranker_sha256: str | None = None) -> Calibration:
-    """The logistic model on every row, its isotonic map on held-out sources' scores, and the
+    """The logistic model on every row, its sigmoid on held-out sources' scores, and the
     weak-match threshold (the highest confidence with at most `max_false_alarms` of the served
     rows below it)."""
     from sklearn.calibration import CalibratedClassifierCV
@@ -152,22 +152,22 @@ def fit(rows: Sequence[Row], *, c: float = 1.0, max_false_alarms: float = 0.03, 
     x = (matrix - mean) / scale
     sources = np.array([row.catalog.split("@")[0] for row in rows])
     splits = list(GroupKFold(n_splits=folds).split(x, labels, sources))
-    model = CalibratedClassifierCV(LogisticRegression(C=c, max_iter=5000), method="isotonic", cv=splits,
+    model = CalibratedClassifierCV(LogisticRegression(C=c, max_iter=5000), method="sigmoid", cv=splits,
                                    ensemble=False).fit(x, labels, sample_weight=weights)
     calibrated = model.calibrated_classifiers_[0]
-    linear, isotonic = calibrated.estimator, calibrated.calibrators[0]
+    linear, sigmoid = calibrated.estimator, calibrated.calibrators[0]
     feasible = np.array([row.feasible for row in rows])
     reference_rows = random.Random(0).sample(range(len(rows)), k=min(8, len(rows)))
     reference = model.predict_proba(x[reference_rows])[:, 1]
     calibration = Calibration(
         FEATURES, mean, scale, linear.coef_[0].astype(np.float64), float(linear.intercept_[0]),
-        np.asarray(isotonic.X_thresholds_, dtype=np.float64), np.asarray(isotonic.y_thresholds_, dtype=np.float64),
+        float(sigmoid.a_), float(sigmoid.b_),
         ranker_sha256=ranker_sha256, about=about or {},
         reference=tuple((rows[i].features, float(p)) for i, p in zip(reference_rows, reference)),
     )
     confidences = np.array([calibration.confidence(row.features) for row in rows])
     threshold = weak_threshold(confidences[feasible], max_false_alarms)
-    return Calibration(**{**calibration.__dict__, "weak_below": threshold})
+    return dataclasses.replace(calibration, weak_below=threshold)
 
 
 def weak_threshold(served: np.ndarray, max_false_alarms: float) -> float:
