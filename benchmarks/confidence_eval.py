@@ -89,8 +89,8 @@ def infeasible(bench: Path, dev: DevSet) -> Catalog:
 def table(groups: dict[str, list[Row]], calibration: Calibration) -> str:
     fa = " | ".join(f"recall @{f:.0%} FA" for f in FALSE_ALARMS)
     lines = [
-        f"| dev set | served | unserved | ECE | {fa} | shipped: FA | shipped: recall |",
-        "|---|---:|---:|---:|" + "---:|" * len(FALSE_ALARMS) + "---:|---:|",
+        f"| dev set | served | unserved | first right (served) | ECE | {fa} | shipped: FA | shipped: recall |",
+        "|---|---:|---:|---:|---:|" + "---:|" * len(FALSE_ALARMS) + "---:|---:|",
     ]
     threshold = calibration.weak_below if calibration.weak_below is not None else 0.0
     for name, rows in groups.items():
@@ -103,7 +103,8 @@ def table(groups: dict[str, list[Row]], calibration: Calibration) -> str:
             f"{recall_at_false_alarms(served, unserved, f):.2f}" if feasible.any() else "-" for f in FALSE_ALARMS
         )
         shipped_fa = f"{(served < threshold).mean():.3f}" if feasible.any() else "-"
-        lines.append(f"| {name} | {feasible.sum()} | {(~feasible).sum()} | {ece:.3f} | {recalls} | {shipped_fa} | "
+        right = f"{labels[feasible].mean():.3f}" if feasible.any() else "-"
+        lines.append(f"| {name} | {feasible.sum()} | {(~feasible).sum()} | {right} | {ece:.3f} | {recalls} | {shipped_fa} | "
                      f"{(unserved < threshold).mean():.2f} |")
     return "\n".join(lines)
 

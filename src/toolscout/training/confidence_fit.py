@@ -137,7 +137,7 @@ def design(rows: Sequence[Row]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return matrix, labels, weights
 
 
-def fit(rows: Sequence[Row], *, c: float = 1.0, max_false_alarms: float = 0.03, folds: int = 5,
+def fit(rows: Sequence[Row], *, c: float = 1.0, max_false_alarms: float = 0.05, folds: int = 5,
         about: dict | None = None, ranker_sha256: str | None = None) -> Calibration:
     """The logistic model on every row, its sigmoid on held-out sources' scores, and the
     weak-match threshold (the highest confidence with at most `max_false_alarms` of the served
@@ -207,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                  "the engine reads it only there)")
     parser.add_argument("--per-catalog", type=int, default=30, help="served (and as many unserved) requests per catalog")
     parser.add_argument("--unserved", type=int, default=400, help="CLINC150 out-of-scope requests (and as many served)")
-    parser.add_argument("--max-false-alarms", type=float, default=0.03,
+    parser.add_argument("--max-false-alarms", type=float, default=0.05,
                         help="share of served training requests the weak-match notice may fire on")
     parser.add_argument("--c", type=float, default=1.0, help="inverse penalty of the logistic model")
     parser.add_argument("--seed", type=int, default=0)
