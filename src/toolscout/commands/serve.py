@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         from toolscout.shutdown import Shutdown
         from toolscout.upstream.published import status_file
 
-        shutdown = Shutdown(status_file())
+        shutdown = Shutdown(status_file(), serving.transport)
         unusable: ConfigError | None = None
         async with anyio.create_task_group() as signals:
             # Followed until the process ends, the gateway's own shutdown included (toolscout.shutdown).
