@@ -285,7 +285,7 @@ def http_app(
     from asgi_correlation_id import CorrelationIdMiddleware
 
     from toolscout.request_ids import HEADER, usable_request_id
-    from toolscout.serving.operations import OPEN_PATHS, operation_routes
+    from toolscout.serving.operations import METRICS_PATH, OPEN_PATHS, operation_routes
 
     if auth_token is not None and clients is not None:
         raise ConfigError("give either an auth token or a token file, not both")
@@ -302,7 +302,9 @@ def http_app(
     )
     app = SessionCap(app, server.session_manager, sessions.per_client)
     if profiles is not None:
-        app = profile_paths(app, profiles)  # inside the token check: a token may choose the profile
+        # Inside the token check: a token may choose the profile, and one bound to a profile sees no
+        # more than it (no /metrics of every server).
+        app = profile_paths(app, profiles, operator_paths={METRICS_PATH})
     if clients is not None:
         app = BearerAuth(app, clients, open_paths=OPEN_PATHS)
     return CorrelationIdMiddleware(app, header_name=HEADER, validator=usable_request_id)
