@@ -95,12 +95,16 @@ async def test_a_signal_to_a_stdio_gateway_leaves_nothing_behind(tmp_path: Path,
     assert _status_files() == []
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-async def test_a_signal_to_an_http_gateway_runs_the_whole_shutdown(tmp_path: Path, signum: int) -> None:
+@pytest.mark.parametrize(("signum", "stdin"), [
+    (signal.SIGTERM, subprocess.DEVNULL), (signal.SIGINT, subprocess.DEVNULL),
+    # A host's pipe, still open: watched for its end, which must not hold up the exit.
+    (signal.SIGTERM, subprocess.PIPE),
+])
+async def test_a_signal_to_an_http_gateway_runs_the_whole_shutdown(tmp_path: Path, signum: int, stdin: int) -> None:
     registry, pidfile = _wedged_registry(tmp_path)
     command = serve_command(registry, "--transport", "http", "--port", "0")
     with anyio.fail_after(90):
-        async with await anyio.open_process(command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE) as process:
+        async with await anyio.open_process(command, stdin=stdin, stderr=subprocess.PIPE) as process:
             await served_url(process)
             helper = await _helper(pidfile)
             await wait_until(lambda: len(_status_files()) == 1, timeout=30)

@@ -132,8 +132,18 @@ class Shutdown:
         self._stop(f"the parent process (pid {self._parent}) has gone", 0)
 
     async def _watch_stdin(self) -> None:
-        # A blocking read nothing can interrupt: the thread is abandoned when serving ends otherwise.
-        await anyio.to_thread.run_sync(_read_until_end, sys.stdin.fileno(), abandon_on_cancel=True)
+        # Waited on by the event loop, not read in a thread: a thread blocked in read() would keep
+        # the process from exiting when serving ends another way.
+        fd = sys.stdin.fileno()
+        while True:
+            await anyio.wait_readable(fd)
+            try:
+                if not os.read(fd, 65536):  # what a host writes there is not ours to read: dropped
+                    break
+            except BlockingIOError:
+                continue
+            except OSError:
+                break
         self._stop("the host closed stdin", 0)
 
 
@@ -145,12 +155,3 @@ def _stdin_is_from_a_host() -> bool:
     except (AttributeError, OSError, ValueError):
         return False
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-
-
-def _read_until_end(fd: int) -> None:
-    """Read (and drop) whatever comes on `fd` until its end, or until it cannot be read."""
-    try:
-        while os.read(fd, 65536):
-            pass
-    except OSError:
-        pass
