@@ -32,11 +32,17 @@ from pathlib import Path
 
 import numpy as np
 
-from toolscout.eval.datasets import Dataset, load_dataset
+from toolscout.eval.datasets import Dataset
 from toolscout.eval.dev_sets import DevSet, dev_sets
 from toolscout.eval.runner import sample_queries
 from toolscout.search.calibrated import CONFIDENCE_FILE, Calibration
-from toolscout.training.confidence_fit import Row, expected_calibration_error, recall_at_false_alarms, replay
+from toolscout.training.confidence_fit import (
+    Row,
+    expected_calibration_error,
+    ranker_beside_model,
+    recall_at_false_alarms,
+    replay,
+)
 from toolscout.training.ranker_fit import Catalog
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,14 +51,6 @@ FALSE_ALARMS = (0.01, 0.02, 0.05)
 # The right tools dropped at once are at most this share of a catalog.
 DROP_SHARE = 0.1
 log = logging.getLogger("confidence_eval")
-
-
-def sets(bench: Path) -> list[DevSet]:
-    """The dev sets every ranking change is checked on, devtools included."""
-    loaded = dev_sets(bench)
-    if not any(s.name == "devtools" for s in loaded) and (bench / "devtools").is_dir():
-        loaded.insert(1, DevSet("devtools", load_dataset(bench / "devtools")))
-    return loaded
 
 
 def catalogs(dev: DevSet, per_set: int, seed: int = 0) -> list[Catalog]:
@@ -120,11 +118,9 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
-    from toolscout.training.confidence_fit import _beside_model
-
-    ranker = args.ranker or _beside_model(args.model)
+    ranker = args.ranker or ranker_beside_model(args.model)
     groups: dict[str, list[Row]] = {}
-    for dev in sets(args.bench):
+    for dev in dev_sets(args.bench):
         tested = catalogs(dev, args.per_set)
         if dev.name == "etom_mcp":
             tested.append(infeasible(args.bench, dev))

@@ -5,16 +5,19 @@
 
 It reads the ranker file beside the model (or `--ranker`) and writes `confidence.json` beside it:
 run it again whenever the model or the ranker is refitted (a confidence fitted with another ranker
-file is not used). Catalogs of 5 to 2,000 tools are drawn per licensed source as the ranker's are
-(`ranker_fit.sample_catalogs`, tldr included), each with as many requests it serves as requests
-whose right tools it lacks (nothing in it serves them), plus the clinc150 catalog with CLINC150's
-out-of-scope requests (`unserved.jsonl`) and as many of its served ones. Every request is searched
-by the real engine (`ToolSearch.search`, limit 5, as `search_tools` does) and labelled by whether
-its first result serves it. A logistic model over `calibrated.FEATURES` is fitted on all of them,
-and a sigmoid on its scores of held-out sources (Platt scaling: scikit-learn's
-CalibratedClassifierCV, folds by source); the weak-match threshold is the highest confidence below which at most
-`--max-false-alarms` of the served training requests fall. Minutes on two cores (embeddings are
-cached). Progress on stderr.
+file is not used). It searches the learned ranker's own training catalogs (5 to 2,000 tools per
+licensed source, drawn as `ranker_fit` draws them, so the ranker's fit has embedded their tools for
+the same model), each with up to `--per-catalog` requests it serves and every request it was drawn
+with whose right tools it lacks (nothing in it serves them), plus the clinc150 catalog with
+CLINC150's out-of-scope requests (`unserved.jsonl`) and as many of its served ones. Every request
+is searched by the real engine (`ToolSearch.search`, limit 5, as `search_tools` does) and labelled
+by whether its first result serves it. A logistic model over `calibrated.FEATURES` is fitted on
+all of them, served and unserved requests weighing the same, and a sigmoid on its scores of
+held-out sources (Platt scaling: scikit-learn's CalibratedClassifierCV, folds by source); the
+weak-match threshold is the highest confidence below which at most `--max-false-alarms` of the
+served training requests fall. Minutes on two cores where the ranker's fit embedded the catalogs
+(else the first run embeds them: about half an hour); the searched requests are kept under
+`--cache`. Progress on stderr.
 """
 
 from __future__ import annotations
@@ -33,14 +36,13 @@ from pathlib import Path
 import numpy as np
 
 from toolscout.search.calibrated import CONFIDENCE_FILE, FEATURES, Calibration, ranker_digest
-from toolscout.training.data import LICENSED_SOURCES
-from toolscout.training.ranker_fit import Catalog, _key, model_digest, sample_catalogs
+from toolscout.training.ranker_fit import RANKER_SOURCES, TRAIN_SIZES, Catalog, _key, model_digest, sample_catalogs
 
 __all__ = [
-    "SOURCES",
     "Row",
     "expected_calibration_error",
     "fit",
+    "ranker_beside_model",
     "replay",
     "recall_at_false_alarms",
     "training_catalogs",
@@ -48,9 +50,6 @@ __all__ = [
 
 log = logging.getLogger("toolscout.confidence_fit")
 
-# Every licensed source, and tldr (CC BY 4.0, credited in the model card).
-SOURCES = (*LICENSED_SOURCES, "tldr")
-SIZES = (5, 20, 100, 500, 2000)
 UNSERVED_FILE = "unserved.jsonl"
 
 
@@ -67,11 +66,14 @@ class Row:
 
 
 def training_catalogs(folder: Path, per_catalog: int, unserved: int, seed: int = 0) -> list[Catalog]:
-    """Per source and size, a catalog with up to `per_catalog` served requests and as many it does
-    not serve (their tools left out); and the clinc150 catalog with up to `unserved` of CLINC150's
-    out-of-scope requests and as many served ones."""
-    catalogs = sample_catalogs(folder, SOURCES, SIZES, feasible=per_catalog, infeasible=per_catalog,
-                               seed=seed, several=0)
+    """The learned ranker's training catalogs, drawn as `ranker_fit` draws them (so a model's ranker
+    fit has embedded their tools already), each with up to `per_catalog` of its served requests and
+    all it does not serve (their tools left out); and the clinc150 catalog with up to `unserved` of
+    CLINC150's out-of-scope requests and as many served ones."""
+    catalogs = [
+        dataclasses.replace(c, requests=tuple(r for r in c.requests if r[1])[:per_catalog] + tuple(r for r in c.requests if not r[1]))
+        for c in sample_catalogs(folder, RANKER_SOURCES, TRAIN_SIZES, seed=seed, several=0)
+    ]
     from toolscout.training.data import load_training_folder
 
     clinc = load_training_folder(folder, ["clinc150"], english_only=True)
@@ -215,14 +217,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
-    ranker = args.ranker or _beside_model(args.model)
+    ranker = args.ranker or ranker_beside_model(args.model)
     catalogs = training_catalogs(args.train, args.per_catalog, args.unserved, args.seed)
     log.info("%d catalogs, %d requests", len(catalogs), sum(len(c.requests) for c in catalogs))
     rows = replay(catalogs, args.model, ranker, args.cache, log.info)
     feasible = sum(row.feasible for row in rows)
     about = {
         "trained_on": f"{args.train.name}: {len(rows)} requests ({feasible} served, {len(rows) - feasible} not) on "
-                      f"{len(catalogs)} catalogs of {min(SIZES)}-{max(SIZES)} tools, sources {', '.join(SOURCES)}, "
+                      f"{len(catalogs)} catalogs of {min(TRAIN_SIZES)}-{max(TRAIN_SIZES)} tools, sources {', '.join(RANKER_SOURCES)}, "
                       f"and CLINC150's out-of-scope requests on the clinc150 catalog; seed {args.seed}",
         "label": "the first result of search (limit 5) serves the request",
         "calibrated_on": "held-out sources' scores (5 folds), served and unserved requests weighing the same",
@@ -241,7 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _beside_model(model: str) -> Path:
+def ranker_beside_model(model: str) -> Path:
+    """The ranker file beside the embedding model `model` names."""
     from toolscout.index.model_files import resolve_model
     from toolscout.search.ranker import RANKER_FILE
 
