@@ -208,6 +208,10 @@ class ToolSearch:
         self._content = ContentStore(self.settings.shared_vectors, self.settings.resolved_cache_dir)
         self._embedder = Embedder(self.settings, encoder, self._content) if wants_model else None
         self._reranker = None if self.settings.rerank_disabled else Reranker(self.settings)
+        # Its one role, chosen once by `rerank_mode`: a column the learned ranker reads ("feature"),
+        # or a rescoring of the first tools after fusion (the other modes).
+        self._ranker_column = self._reranker if self.settings.rerank_mode == "feature" else None
+        self._after_fusion = self._reranker if self.settings.rerank_mode != "feature" else None
         self._fusion = Fusion(self.settings)
         self._fits: tuple[FitStore, FitStore] | None = None
 
@@ -279,15 +283,12 @@ class ToolSearch:
             # rescore its first tools.
             if self._embedder is not None:
                 self._embedder.encoder()
-            if self._reranker is not None and self._reranker_runs():
-                self._reranker.scorer()
+            if self._after_fusion is not None:
+                self._after_fusion.scorer()
+            elif self._ranker_column is not None and self._fusion.wants_reranker():
+                self._ranker_column.scorer()
             if self._embedder is not None:
                 self._complete(self._embedder, progress)
-
-    def _reranker_runs(self) -> bool:
-        """Whether the reranker runs on searches: after fusion (modes blend, reorder), or before the
-        learned ranker when the ranker loaded reads its score (mode feature)."""
-        return self.settings.rerank_mode != "feature" or self._fusion.wants_reranker()
 
     def _complete(self, embedder: Embedder, progress: ProgressCallback | None) -> None:
         while True:
@@ -359,10 +360,10 @@ class ToolSearch:
             self._fused(part, decision, judge(part, 1) if decision.orders else None)[0] for part in request.parts
         ]
         order, scores, exact = self._adjusted(snapshot, text, servers, fused, part_fusions)
-        if settings.rerank_mode == "feature":
-            rerank_scores = feature.shown()
+        if self._after_fusion is not None:
+            order, scores, rerank_scores = self._reranked(self._after_fusion, snapshot, text, order, scores, exact)
         else:
-            order, scores, rerank_scores = self._reranked(snapshot, text, order, scores, exact)
+            rerank_scores = feature.shown()
         positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in request.whole.positions.items()}
         if learned:
             positions[LEARNED] = {p: rank for rank, p in enumerate(learned, start=1)}
@@ -529,11 +530,10 @@ class ToolSearch:
 
     def _feature_scorer(self, ranker: LearnedRanker | None) -> CrossEncoderScorer | None:
         """The reranker's scorer when `ranker` reads its score and it can run now, else None."""
-        if ranker is None or not ranker.reads_reranker or self._reranker is None or self.settings.fusion != "learned":
+        column = self._ranker_column
+        if ranker is None or not ranker.reads_reranker or column is None or self.settings.fusion != "learned":
             return None
-        if self.settings.rerank_mode != "feature":
-            return None
-        return self._reranker.scorer(self.model_wait)
+        return column.scorer(self.model_wait)
 
     def _reranker_off(self) -> str:
         """Why the reranker cannot feed the learned ranker on this search (for `--explain`)."""
@@ -542,18 +542,24 @@ class ToolSearch:
             return "the reranker is off"
         if settings.fusion != "learned":
             return "fusion is weighted RRF"
-        if settings.rerank_mode != "feature":
+        if self._ranker_column is None:
             return f"the reranker runs after fusion ({settings.rerank_mode})"
         if self._reranker.error is not None:
             return f"the reranker is unavailable: {self._reranker.error}"
         return "the reranker is still loading"
 
     def _reranked(
-        self, snapshot: _Snapshot, text: str, order: list[int], scores: dict[int, float], exact: list[int]
+        self,
+        reranker: Reranker,
+        snapshot: _Snapshot,
+        text: str,
+        order: list[int],
+        scores: dict[int, float],
+        exact: list[int],
     ) -> tuple[list[int], dict[int, float], dict[int, float]]:
-        """The first `rerank_depth` tools after the exact name matches, rescored by the reranker when
+        """The first `rerank_depth` tools after the exact name matches, rescored by `reranker` when
         it is loaded (`search.rerank`). Returns the order, the scores and the reranker's scores."""
-        scorer = self._reranker.scorer(self.model_wait) if self._reranker is not None else None
+        scorer = reranker.scorer(self.model_wait)
         if scorer is None:
             return order, scores, {}
         pinned = set(exact)
