@@ -248,6 +248,7 @@ class Upstream:
             last_restart_reason=self.last_restart_reason,
             configuration_error=self.configuration_error,
             next_attempt=self.next_attempt,
+            needs_sign_in=self.needs_sign_in,
         )
 
     def want(self) -> None:
