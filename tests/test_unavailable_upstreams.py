@@ -5,6 +5,9 @@ and the answer says so), crashed in the middle of the call. Real MCP sessions th
 
 from __future__ import annotations
 
+import socket
+from contextlib import suppress
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,7 +15,7 @@ import anyio
 import pytest
 from mcp import Client
 from support.gateway_session import app_config, gateway_session, text_of
-from support.registries import failing_server, python_server, write_registry
+from support.registries import UPSTREAMS, failing_server, python_server, write_registry
 
 from toolscout.app import App
 from toolscout.gateway import GatewayOptions
@@ -70,3 +73,28 @@ async def test_an_upstream_that_exits_during_a_call_is_reported_at_once(tmp_path
             result = await client.call_tool("execute_tool", {"name": "fragile__crash_now", "arguments": {}})
     assert result.is_error
     assert "upstream 'fragile': closed the connection during 'crash_now' (the upstream process exited with code 1)" in text_of(result)
+
+
+async def test_an_http_upstream_that_exits_during_a_call_is_reported_at_once(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, str(UPSTREAMS / "fragile_server.py"), "--http", str(port)]
+    async with await anyio.open_process(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as server:
+        try:
+            with anyio.fail_after(20):
+                while True:  # until it listens
+                    try:
+                        await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                        break
+                    except OSError:
+                        await anyio.sleep(0.1)
+            registry = write_registry(tmp_path / "servers.json", {"remote": {"url": f"http://127.0.0.1:{port}/mcp"}})
+            async with gateway_session(registry, max_restarts=0) as (gateway, client):
+                with anyio.fail_after(4):  # its connections close when it exits: no resumption to wait for
+                    result = await client.call_tool("execute_tool", {"name": "remote__crash_midway", "arguments": {}})
+        finally:
+            with suppress(ProcessLookupError):  # it exited, as it was told to
+                server.kill()
+    assert result.is_error
+    assert "upstream 'remote': closed the connection during 'crash_midway'" in text_of(result)

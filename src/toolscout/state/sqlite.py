@@ -151,10 +151,12 @@ class SqliteStateStore:
             return StateError(
                 f"cannot {doing} the state store {self.location}: it is damaged ({exc}). {damage_advice(self.path)}"
             )
-        return StateUnavailable(
-            f"cannot {doing} the state store {self.location}: {exc}. Check that its disk has space and the file "
-            "is writable; toolscout tries again at the next change"
+        advice = (
+            "another process holds it longer than usual; toolscout tries again at its next use"
+            if "locked" in str(exc) or "busy" in str(exc)
+            else "check that its disk has space and the file is writable; toolscout tries again at its next use"
         )
+        return StateUnavailable(f"cannot {doing} the state store {self.location}: {exc}. {advice[0].upper()}{advice[1:]}")
 
     @contextmanager
     def _begin(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Cursor]:
