@@ -62,6 +62,8 @@ def write_backup(db: sqlite3.Connection, path: Path) -> None:
         copy = sqlite3.connect(scratch)
         try:
             db.backup(copy)
+            # One self-contained file: no write-ahead log beside it to lose when it is copied.
+            copy.execute("PRAGMA journal_mode=DELETE")
         finally:
             copy.close()
         with scratch.open("rb") as handle:
