@@ -10,6 +10,7 @@ from contextlib import suppress
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -26,17 +27,22 @@ pytestmark = pytest.mark.anyio
 SILENT = {"command": sys.executable, "args": ["-c", "import time; time.sleep(120)"]}
 
 
+async def refused_call(registry: Path, tool_id: str, **options: Any) -> str:
+    """The error text of a call of `tool_id` through a gateway over `registry` (`options`: of
+    `GatewayOptions`), answered far below the start timeout (30 s) a call used to wait through."""
+    async with gateway_session(registry, **options) as (gateway, client):
+        with anyio.fail_after(10):
+            result = await client.call_tool("execute_tool", {"name": tool_id, "arguments": {}})
+    assert result.is_error
+    return text_of(result)
+
+
 async def test_a_call_to_a_down_server_says_at_once_why_and_when_it_is_tried_next(tmp_path: Path) -> None:
     registry = write_registry(tmp_path / "servers.json", {
         "invoices": failing_server("error: cannot open database /srv/invoices.db"),
         "weather": python_server("weather_server.py"),
     })
-    async with gateway_session(registry, max_restarts=1, retry_interval=3600.0) as (gateway, client):
-        # Far below the start timeout (30 s) that a call used to wait through.
-        with anyio.fail_after(10):
-            result = await client.call_tool("execute_tool", {"name": "invoices__list_invoices", "arguments": {}})
-    text = text_of(result)
-    assert result.is_error
+    text = await refused_call(registry, "invoices__list_invoices", max_restarts=1, retry_interval=3600.0)
     assert "upstream 'invoices': is down (failed to start: " in text
     assert "cannot open database /srv/invoices.db" in text
     assert "; next attempt in " in text and " UTC)" in text
@@ -44,11 +50,7 @@ async def test_a_call_to_a_down_server_says_at_once_why_and_when_it_is_tried_nex
 
 async def test_a_call_to_a_misconfigured_server_names_the_setting_to_change(tmp_path: Path) -> None:
     registry = write_registry(tmp_path / "servers.json", {"mail": {"command": "toolscout-test-no-such-command"}})
-    async with gateway_session(registry) as (gateway, client):
-        with anyio.fail_after(10):
-            result = await client.call_tool("execute_tool", {"name": "mail__send", "arguments": {}})
-    text = text_of(result)
-    assert result.is_error
+    text = await refused_call(registry, "mail__send")
     assert "upstream 'mail': is misconfigured: server 'mail' (" in text
     assert "command 'toolscout-test-no-such-command' not found on the upstream PATH; install it or fix 'command'" in text
     assert "not retried until the entry changes" in text and "A person must change" in text
