@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 from support.gateway_session import app_config
 from support.registries import write_registry
+from support.postgres import PostgresServer
 from support.wiring import RELOAD, SEND, catalog_where, scripted
 
 from toolscout.app import App, PinOptions
@@ -139,3 +140,18 @@ def test_damage_found_while_writing_names_the_file_and_what_to_do(tmp_path: Path
     message = str(raised.value)
     assert f"the state store {state}: it is damaged (database disk image is malformed)" in message
     assert f"toolscout restore-state --state {state}" in message
+
+
+def test_a_postgres_store_whose_tables_were_dropped_names_the_store_and_what_to_do(postgres: PostgresServer) -> None:
+    import psycopg
+
+    url = postgres.database("dropped_tables")
+    store = PinStore(url)
+    store.check([ToolRecord(id="", name="report", server="office", description="Sends a report.")])
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("DROP TABLE records")
+    with pytest.raises(StateError) as raised:
+        store.check([ToolRecord(id="", name="notes", server="office", description="Reads notes.")])
+    message = str(raised.value)
+    assert "dbname=dropped_tables" in message and "answered with an error: relation \"records\" does not exist" in message
+    assert "restore the database from its backups, or point --state at another database" in message
