@@ -2,7 +2,8 @@
 
 When a server process dies, its connections close at once. The SDK's streamable HTTP client takes
 a broken response stream for a network hiccup, though: it waits a second (or what the server
-asked), tries to resume with Last-Event-ID, and again, before the call in flight fails. A server
+asked), tries to resume with Last-Event-ID, and again, before the call in flight fails. Only the
+responses to requests (POST) are watched. A server
 that no longer accepts connections will not resume anything, so when a stream breaks the server's
 port is tried at once: refused, and `on_gone(reason)` ends the session (calls in flight fail now,
 saying so); accepted, and the SDK resumes as it would have.
@@ -32,7 +33,9 @@ class GoneWatch(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
         stream = response.stream
-        if isinstance(stream, httpx2.AsyncByteStream):
+        # Only the response to a request (POST) has a call waiting on it; an idle GET stream that
+        # breaks is left to the SDK (a server restarting is reconnected at the next call).
+        if request.method == "POST" and isinstance(stream, httpx2.AsyncByteStream):
             response.stream = _Watched(stream, lambda: self._check(request.url))
         return response
 
