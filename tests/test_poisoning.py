@@ -217,6 +217,7 @@ GERMAN_AND_SPANISH_HONEST = [
     "Vergisst die zwischengespeicherten Ergebnisse und lädt die Daten neu.",
     "Setzt das Passwort eines Benutzers zurück und schickt ihm einen Link per E-Mail.",
     "Ignora mayúsculas y minúsculas al buscar si ignore_case es verdadero.",
+    "Restablece la contraseña de un usuario y le envía un enlace por correo.",
     "Ignora los archivos que coinciden con los patrones de .gitignore.",
     "Sigue las instrucciones de instalación del archivo README.",
     "Las instrucciones anteriores de la receta se muestran en orden.",

@@ -169,6 +169,11 @@ _SECRET_ABROAD = (
     r"|identifiants|clave privada|variables d'environnement)\b|парол\w*|ключ\w*|密码|私钥|密钥|令牌|\.env|パスワード"
     r"|秘密鍵|認証情報)"
 )
+# A field or an argument to put something in, in the other languages the scan reads.
+_SLOT_ABROAD = (
+    r"(?:\b(?:feld\w*|parameter\w*|argument\w*|campo|campos|par[áa]metro\w*|argumento\w*|champ\w*"
+    r"|param[èe]tre\w*|parametr[oi]|argoment\w*)\b|параметр\w*|аргумент\w*|поле|参数|字段|引数|フィールド|パラメータ)"
+)
 _ACQUIRE = (
     r"\b(?:read|open|cat|collect|gather|harvest|look up|lookup|grab|extract|dump|search for"
     r"|scan for|retrieve|access|fetch|find)\b"
@@ -347,8 +352,13 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"\b(?:always|every|each|all|also|as well|must|make sure)\b", _SEND, _DEST),
     _rule("markdown-image-exfil", 1.0, "image link that carries data out in its URL",
           r"!\[[^\]]*\]\(\s*https?://[^)\s]*(?:\{|\$|%s|<)|<img[^>]+src=[\"']?https?://[^\"'\s>]*(?:\{|\$|%s|<)"),
+    # The verb before the secret ("envía las credenciales a ..."), or after it and into a field: in
+    # Romance languages the order form is also the third person, and "restablece la contraseña y
+    # le envía un enlace" describes a tool, not an order.
     _rule("harvest-context", 1.0, "moves secrets or credential files into an argument or out (non-English)",
-          _CREDENTIAL_FILE + "|" + _SECRET_ABROAD, _MOVE_ABROAD),
+          _MOVE_ABROAD + r"[^\n]{0,60}?(?:" + _CREDENTIAL_FILE + "|" + _SECRET_ABROAD + ")"
+          r"|(?:" + _CREDENTIAL_FILE + "|" + _SECRET_ABROAD + r")[^\n]{0,80}?" + _MOVE_ABROAD + r"[^\n]{0,60}?"
+          + _SLOT_ABROAD),
     # Orders to call other tools: the gateway's execute_tool, or another server's tool by its id.
     _rule("call-other-tool", 1.0, "tells the model to call the gateway's or another server's tool",
           _CALL, _OTHER_TOOL),
