@@ -267,6 +267,6 @@ async def test_a_call_to_a_server_nobody_signed_in_to_names_the_login_command_at
             result = await client.call_tool("execute_tool", {"name": "crm__find_account", "arguments": {"name": "Acme"}})
     text = text_of(result)
     assert result.is_error
-    assert (f"upstream 'crm': is waiting for a sign-in: server 'crm' needs you to sign in (OAuth); "
+    assert (f"upstream 'crm': not available (waiting for a sign-in): server 'crm' needs you to sign in (OAuth); "
             f"run `toolscout login crm --registry {path}`") in text
     assert "Try again later" not in text

@@ -43,7 +43,7 @@ async def test_a_call_to_a_down_server_says_at_once_why_and_when_it_is_tried_nex
         "weather": python_server("weather_server.py"),
     })
     text = await refused_call(registry, "invoices__list_invoices", max_restarts=1, retry_interval=3600.0)
-    assert "upstream 'invoices': is down (failed to start: " in text
+    assert "upstream 'invoices': not available (down: failed to start: " in text
     assert "cannot open database /srv/invoices.db" in text
     assert "; next attempt in " in text and " UTC)" in text
 
@@ -51,7 +51,7 @@ async def test_a_call_to_a_down_server_says_at_once_why_and_when_it_is_tried_nex
 async def test_a_call_to_a_misconfigured_server_names_the_setting_to_change(tmp_path: Path) -> None:
     registry = write_registry(tmp_path / "servers.json", {"mail": {"command": "toolscout-test-no-such-command"}})
     text = await refused_call(registry, "mail__send")
-    assert "upstream 'mail': is misconfigured: server 'mail' (" in text
+    assert "upstream 'mail': not available (misconfigured): server 'mail' (" in text
     assert "command 'toolscout-test-no-such-command' not found on the upstream PATH; install it or fix 'command'" in text
     assert "not retried until the entry changes" in text and "A person must change" in text
 
@@ -64,7 +64,7 @@ async def test_a_call_waits_a_few_seconds_for_a_start_under_way_and_says_it_did(
                 result = await client.call_tool("execute_tool", {"name": "slow__anything", "arguments": {}})
     text = text_of(result)
     assert result.is_error
-    assert "upstream 'slow': is still starting (a start is under way; waited " in text
+    assert "upstream 'slow': not available (still starting: a start is under way; waited " in text
     assert "Try again later" in text
 
 

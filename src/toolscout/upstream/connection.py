@@ -747,8 +747,8 @@ class Upstream:
         on_progress)` makes the request; each progress report restarts the timeout."""
         if self._client is None or self.state is not State.UP:
             if self.configuration_error:
-                raise UpstreamConfigurationError(self.name, f"is not available ({self.reason})")
-            raise UpstreamError(self.name, f"is not available ({self.reason or 'not connected right now'})")
+                raise UpstreamConfigurationError(self.name, f"not available ({self.reason})")
+            raise UpstreamError(self.name, f"not available ({self.reason or 'not connected right now'})")
         caller = CURRENT_CALLER.get()
         if caller is not None:
             self._callers.append(caller)

@@ -67,15 +67,16 @@ def unavailable(status: UpstreamStatus, *, waited: float | None = None, now: flo
     reason = status.reason or "not connected"
     if status.needs_sign_in:
         why = reason.removeprefix("failed to start: ")
-        return UpstreamError(status.name, f"is waiting for a sign-in: {why}", transient=False)
+        return UpstreamError(status.name, f"not available (waiting for a sign-in): {why}", transient=False)
     if status.configuration_error:
-        return UpstreamConfigurationError(status.name, f"is misconfigured: {reason.removeprefix('failed to start: ')}")
+        why = reason.removeprefix("failed to start: ")
+        return UpstreamConfigurationError(status.name, f"not available (misconfigured): {why}")
     if status.state is State.STARTING:
         waited_for = f"; waited {waited:g} s for it" if waited else ""
-        return UpstreamError(status.name, f"is still starting (a start is under way{waited_for})")
+        return UpstreamError(status.name, f"not available (still starting: a start is under way{waited_for})")
     if status.gave_up:
-        return UpstreamError(status.name, f"is down and no longer tried: {reason}", transient=False)
-    return UpstreamError(status.name, f"is down ({reason}){_next_attempt(status.next_attempt, now)}")
+        return UpstreamError(status.name, f"not available (down, no longer tried: {reason})", transient=False)
+    return UpstreamError(status.name, f"not available (down: {reason}){_next_attempt(status.next_attempt, now)}")
 
 
 def _next_attempt(at: float | None, now: float | None) -> str:
@@ -108,6 +109,12 @@ def classify_start_failure(exc: BaseException, spec: ServerSpec, *, http_status:
             f"'{spec.url}' is not a usable URL ({describe_failure(first)}): fix 'url' of server '{spec.name}' "
             f"in {spec.source}",
             configuration=True,
+        )
+    if spec.transport != "stdio" and _is_connect_failure(first):
+        # Transient (the server may be starting), but the bare library message names no address.
+        return StartFailure(
+            f"cannot connect to {spec.url} ({describe_failure(first)}): check that the server is running "
+            f"there, or 'url' of server '{spec.name}' in {spec.source}"
         )
     return StartFailure(describe_failure(first))
 
@@ -184,6 +191,12 @@ def _tls_detail(exc: BaseException) -> str:
         if isinstance(e, ssl.SSLCertVerificationError) and e.verify_message:
             return str(e.verify_message)
     return "certificate verify failed"
+
+
+def _is_connect_failure(exc: BaseException) -> bool:
+    import httpx2
+
+    return isinstance(exc, httpx2.ConnectError)
 
 
 def _is_malformed_url(exc: BaseException) -> bool:
