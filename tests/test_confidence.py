@@ -1,8 +1,9 @@
 """Every search answer carries a calibrated confidence that its first tool serves the request: a
 probability, from the shipped model's learned ranker and the calibration fitted with it
 (`toolscout.search.calibrated`), low enough for a request no connected tool serves that the
-weak-match notice says so. The shipped file is plain numbers that reproduce what the fitting
-library computed, and a file fitted with another ranker is not used."""
+weak-match notice says so; `toolscout search --explain` prints it. The shipped file is plain
+numbers that reproduce what the fitting library computed, and a file fitted with another ranker is
+not used."""
 
 from __future__ import annotations
 
@@ -103,3 +104,20 @@ def test_calibration_error_and_recall_match_hand_worked_cases() -> None:
     unserved = np.array([0.005, 0.015, 0.025, 0.5])
     # At most 2% of served below the threshold: 0.03 (0.01 and 0.02 below it) flags three unserved.
     assert recall_at_false_alarms(served, unserved, 0.02) == pytest.approx(0.75)
+
+
+def test_search_explain_prints_the_confidence_and_search_json_carries_it(tmp_path: Path) -> None:
+    from test_cli_first_hour import toolscout
+
+    registry = str(write_registry(tmp_path / "servers.json", {
+        "weather": python_server("weather_server.py"),
+        "notes": python_server("notes_server.py"),
+    }))
+    explained = toolscout("search", "weather forecast for a city", "--registry", registry, "--refresh", "--explain")
+    assert explained.returncode == 0, explained.stderr
+    match = next(line for line in explained.stdout.splitlines() if line.startswith("match: "))
+    assert "that the first tool serves the request" in match
+    confidence = float(match.split("confidence ")[1].split()[0])
+    answer = json.loads(toolscout("search", "weather forecast for a city", "--registry", registry, "--json").stdout)
+    assert answer["tools"][0]["id"] == "weather__get_forecast"
+    assert answer["confidence"] == pytest.approx(confidence, abs=1e-3)
