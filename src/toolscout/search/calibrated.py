@@ -85,7 +85,8 @@ def request_features(
 ) -> dict[str, float]:
     """What the confidence reads of one search: its candidates (`search.ranker.Candidates`), the
     ranker's probability of each and its match model's `served`, and the catalog position of the
-    first result (None: not among the candidates)."""
+    first result (None: no result). Where the first result is not among the candidates (an exact
+    name match, a tool past requests voted for), the ranker's best stands in for it."""
     order = np.argsort(-probabilities, kind="stable")
     best = _logit(float(probabilities[order[0]]))
     second = _logit(float(probabilities[order[1]])) if len(order) > 1 else _logit(0.0)
