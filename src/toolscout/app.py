@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from toolscout.catalog import Catalog
     from toolscout.gateway import CatalogIndexer, CatalogListener, Gateway, SummaryScreen, ToolScreen
     from toolscout.learning.sources import LearningSources
-    from toolscout.registry.loading import ServerSpec
+    from toolscout.registry.spec import ServerSpec
     from toolscout.search import ToolSearch
     from toolscout.search.settings import SearchSettings
     from toolscout.security.order_classifier import OrderClassifier

@@ -42,7 +42,7 @@ import anyio.to_thread
 
 from toolscout.catalog import Catalog, ToolRecord
 from toolscout.naming import id_server
-from toolscout.registry.loading import ServerSpec
+from toolscout.registry.spec import ServerSpec
 from toolscout.search import SearchEngine, SearchResponse
 from toolscout.upstream.defaults import (
     DEFAULT_CALL_TIMEOUT,

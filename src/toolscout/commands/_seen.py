@@ -24,7 +24,7 @@ from toolscout.wording import describe_age
 if TYPE_CHECKING:
     from toolscout.app import AppConfig
     from toolscout.gateway import CatalogIndexer, SummaryScreen
-    from toolscout.registry.loading import ServerSpec
+    from toolscout.registry.spec import ServerSpec
     from toolscout.upstream.status import UpstreamStatus
 
 __all__ = ["add_refresh_option", "cached", "index_seen", "screened_statuses"]

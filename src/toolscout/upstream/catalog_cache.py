@@ -31,9 +31,9 @@ from typing import Any
 
 from toolscout.catalog import Catalog, ToolRecord
 from toolscout.errors import StateError
-from toolscout.learning.storage import data_dir
+from toolscout.state_files import data_dir
 from toolscout.naming import NameMap
-from toolscout.registry.loading import ServerSpec
+from toolscout.registry.spec import ServerSpec
 from toolscout.state import Records, open_state
 from toolscout.upstream.published import registry_key
 from toolscout.upstream.status import State, UpstreamStatus

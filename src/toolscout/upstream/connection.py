@@ -31,7 +31,9 @@ from pydantic import BaseModel, ValidationError
 from toolscout import __version__
 from toolscout.errors import SignInRequired, UpstreamConfigurationError, UpstreamError
 from toolscout.oauth.provider import upstream_auth
-from toolscout.registry.loading import ServerSpec, redact, resolve_command
+from toolscout.registry.spec import ServerSpec
+from toolscout.secrets import redact
+from toolscout.upstream.launch import resolve_command
 from toolscout.tasks import TASKS_EXTENSION, needs_tasks
 from toolscout.upstream.defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT
 from toolscout.upstream.error_text import upstream_error_text

@@ -27,7 +27,7 @@ from toolscout.errors import ConfigError, UpstreamConfigurationError
 from toolscout.upstream.status import describe_failure
 
 if TYPE_CHECKING:
-    from toolscout.registry.loading import ServerSpec
+    from toolscout.registry.spec import ServerSpec
 
 __all__ = [
     "CONFIGURATION_NOTE",

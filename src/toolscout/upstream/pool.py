@@ -30,7 +30,7 @@ import mcp_types as types
 
 from toolscout.catalog import Catalog, ToolRecord
 from toolscout.errors import UpstreamError
-from toolscout.registry.loading import ServerSpec
+from toolscout.registry.spec import ServerSpec
 from toolscout.upstream.connection import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_START_TIMEOUT,

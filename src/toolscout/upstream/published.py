@@ -31,8 +31,8 @@ from typing import Any
 import anyio
 
 from toolscout.errors import StateError
-from toolscout.learning.storage import data_dir
 from toolscout.state.replicas import BEAT_INTERVAL, ReplicaBoard
+from toolscout.state_files import data_dir, write_private_json
 from toolscout.upstream.status import UpstreamStatus
 
 __all__ = [
@@ -42,7 +42,6 @@ __all__ = [
     "registry_key",
     "running_gateways",
     "status_file",
-    "write_private_json",
 ]
 
 logger = logging.getLogger(__name__)
@@ -188,19 +187,6 @@ def _status_row(status: UpstreamStatus) -> dict[str, Any]:
         "last_restart_reason": status.last_restart_reason,
         "next_attempt": status.next_attempt,
     }
-
-
-def write_private_json(path: Path, data: dict[str, Any]) -> None:
-    """Replace the file in one step, so a reader never sees half of it; OSError if that failed.
-
-    Readable by this user only: reasons can quote an upstream's stderr.
-    """
-    partial = path.with_suffix(".partial")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-        json.dump(data, file, ensure_ascii=False)
-    os.replace(partial, path)
 
 
 def _write(path: Path, data: dict[str, Any]) -> bool:

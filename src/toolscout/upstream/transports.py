@@ -13,7 +13,8 @@ import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from toolscout.registry.loading import ServerSpec, resolve_command, upstream_environment
+from toolscout.registry.spec import ServerSpec
+from toolscout.upstream.launch import resolve_command, upstream_environment
 from toolscout.upstream.self_reference import GATEWAY_MARKER
 from toolscout.upstream.limits import Limits
 from toolscout.upstream.stderr import StderrTail
