@@ -6,9 +6,10 @@ A room may import only rooms of a lower floor, so no two rooms import each other
     commands, cli        the command line (training and evaluation only here)
     app                  the one place that assembles the application
     serving              the MCP face
-    gateway, training    the gateway over upstreams and search; fitting models
+    gateway              the gateway over upstreams and search
+    oauth, training      signing in to remote upstreams (over their transports); fitting models
     upstream, security, eval
-    search, oauth, profiles
+    search, profiles
     index, registry, learning
     state
     json_files, state_files, secrets      helpers every room may use
@@ -31,9 +32,10 @@ FLOORS = [
     {"json_files", "state_files", "secrets"},
     {"state"},
     {"index", "registry", "learning"},
-    {"search", "oauth", "profiles"},
+    {"search", "profiles"},
     {"upstream", "security", "eval"},
-    {"gateway", "training"},
+    {"oauth", "training"},
+    {"gateway"},
     {"serving"},
     {"app"},
     {"commands", "cli"},

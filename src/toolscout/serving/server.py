@@ -38,7 +38,7 @@ from toolscout.serving.answer import search_answer
 from toolscout.serving.describe import search_entry
 from toolscout.serving.metrics import CallOutcome, GatewayMetrics
 from toolscout.serving.proxied import Proxied
-from toolscout.serving.relay import ClientCaller, asking_client, input_round, relaying
+from toolscout.serving.relay import ClientCaller, asking_client, input_round
 from toolscout.serving.tracing import tracer
 from toolscout.serving.scoped import ProfileChooser, ScopedGateway
 from toolscout.tasks import refused_task
@@ -48,7 +48,7 @@ from toolscout.serving.validation import (
     resolve_tool,
     validate_arguments,
 )
-from toolscout.upstream.connection import ProgressFn
+from toolscout.upstream.session import ProgressFn
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -261,17 +261,17 @@ class MetaTools:
             if name == EXECUTE_TOOL:
                 # The upstream's progress reaches the agent (a no-op unless it asked for progress),
                 # and its sampling and elicitation requests reach this client (`relay.py`).
-                with relaying(ctx) as caller:
-                    try:
-                        result = await self.execute(
-                            arguments, progress=ctx.session.report_progress, caller=caller, gateway=gateway,
-                            answers=(params.input_responses, params.request_state),
-                        )
-                    except UpstreamError as exc:
-                        if not caller.notes:
-                            raise
-                        # The upstream failed because its question could not be relayed: say that.
-                        return _error("\n".join([f"{exc}.", *caller.notes]))
+                caller = ClientCaller(ctx)
+                try:
+                    result = await self.execute(
+                        arguments, progress=ctx.session.report_progress, caller=caller, gateway=gateway,
+                        answers=(params.input_responses, params.request_state),
+                    )
+                except UpstreamError as exc:
+                    if not caller.notes:
+                        raise
+                    # The upstream failed because its question could not be relayed: say that.
+                    return _error("\n".join([f"{exc}.", *caller.notes]))
                 return caller.noted(result) if isinstance(result, types.CallToolResult) else result
             return _error(f"Unknown tool '{name}'. This server has two tools: {SEARCH_TOOL} and {EXECUTE_TOOL}.")
         except ToolCallError as exc:
@@ -382,7 +382,7 @@ class MetaTools:
                 self._metrics.calling(tool.server) if self._metrics is not None else nullcontext(CallOutcome()) as outcome:
             # "failed" until the upstream answers (the span records the exception otherwise).
             span.set_attributes({"toolscout.tool": tool.id, "toolscout.server": tool.server, "toolscout.outcome": outcome.value})
-            answer = await gateway.call(tool, tool_arguments, progress, input_round(tool.id, *answers))
+            answer = await gateway.call(tool, tool_arguments, progress, input_round(tool.id, *answers), caller=caller)
             if isinstance(answer, types.InputRequiredResult):
                 outcome.value = "input_required"
                 span.set_attribute("toolscout.outcome", outcome.value)
