@@ -44,7 +44,7 @@ def cached(command: str, refresh: bool, options: AppConfig, specs: Sequence[Serv
 
     if refresh:
         return None
-    seen = load_catalog(options.registry_paths(), specs, state=state_location(options))
+    seen = load_catalog(options.registry_sources(), specs, state=state_location(options))
     if seen is not None and not seen.catalog.tools:
         # Every upstream was down when last seen (e.g. before uv was installed): an answer from
         # that would be empty, so look again.

@@ -7,8 +7,10 @@ Contract used by the gateway:
 Each entry becomes a `ServerSpec` (`toolscout.registry.spec`); how a stdio one is launched is
 `toolscout.upstream.launch`.
 
-A source given as a str URL is fetched (`toolscout.registry.fetching`) and read under the stricter
-rules of a URL registry (`toolscout.registry.formats`, ``from_url``).
+Sources are values (`toolscout.registry.sources`: a file, a URL, the bundled default); a path or a
+string given instead is read as `source_of` reads it. `read_source` is the one place each kind is
+read: a URL is fetched (`toolscout.registry.fetching`) and read under the stricter rules of a URL
+registry (`toolscout.registry.formats`, ``from_url``).
 
 `load_registries` raises ConfigError for problems of a whole file (unreadable, bad JSON, unknown
 shape, wrong types, the same server name in two files). A problem of one entry that only the
@@ -23,7 +25,6 @@ import os
 import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +34,12 @@ from toolscout.errors import ConfigError
 from toolscout.json_files import read_json_file
 from toolscout.registry.fetching import DEFAULT_FETCH_TIMEOUT, fetch_registry
 from toolscout.registry.formats import Entry, entries_from_document
+from toolscout.registry.sources import RegistryFile, RegistrySource, RegistryUrl, source_of, sources_of
 from toolscout.registry.spec import OAuthSettings, ServerSpec
 from toolscout.registry.urls import is_registry_url
 from toolscout.secrets import redact
 
-__all__ = ["build_spec", "default_registry_path", "follow_text_symlink", "load_registries"]
+__all__ = ["build_spec", "load_registries", "read_source"]
 
 # --- loading -----------------------------------------------------------------------------------
 
@@ -75,26 +77,8 @@ _ENTRY_VALIDATOR = jsonschema.Draft202012Validator(_ENTRY_SCHEMA)
 _ADVICE = "Registry files are given with --registry; docs/registry.md describes the format."
 
 
-def default_registry_path() -> Path:
-    """The bundled default registry (registry/default.json, shipped as package data)."""
-    return follow_text_symlink(Path(str(resources.files("toolscout") / "data" / "default.json")))
-
-
-def follow_text_symlink(path: Path) -> Path:
-    """The file a symlink checked out as text names, else ``path`` itself.
-
-    In a source checkout data/default.json is a symlink to registry/default.json; git without
-    symlink support (Windows) writes it as a small text file holding the target path instead.
-    """
-    if path.is_file() and path.stat().st_size < 200:
-        target = path.read_text(encoding="utf-8").strip()
-        if target.startswith("../") and target.endswith(".json"):
-            return (path.parent / target).resolve()
-    return path
-
-
 def load_registries(
-    sources: Sequence[Path | str], *, fetch_timeout: float = DEFAULT_FETCH_TIMEOUT
+    sources: Sequence[RegistrySource | Path | str], *, fetch_timeout: float = DEFAULT_FETCH_TIMEOUT
 ) -> list[ServerSpec]:
     """Read and merge registries, in order; enabled servers only.
 
@@ -103,7 +87,7 @@ def load_registries(
     right after it."""
     specs: list[ServerSpec] = []
     origin: dict[str, str] = {}
-    pending = [(source, 0) for source in reversed(list(sources))]
+    pending = [(source, 0) for source in reversed(sources_of(sources))]
     seen: set[str] = set()
     while pending:
         source, depth = pending.pop()
@@ -111,13 +95,8 @@ def load_registries(
         if where in seen:
             continue
         seen.add(where)
-        if isinstance(source, str) and is_registry_url(source):
-            entries = _url_entries(source, fetch_timeout)
-        else:
-            document = read_json_file(Path(source), "registry file", advice=_ADVICE)
-            included = _included_sources(document, Path(source), depth)
-            pending.extend((item, depth + 1) for item in reversed(included))
-            entries = [] if _only_includes(document) else entries_from_document(document, where)
+        entries, included = read_source(source, depth, fetch_timeout)
+        pending.extend((item, depth + 1) for item in reversed(included))
         for name, entry in entries:
             if not isinstance(name, str) or not name.strip():
                 raise ConfigError(f"{where}: server names must be non-empty strings")
@@ -135,11 +114,23 @@ def load_registries(
     return specs
 
 
+def read_source(
+    source: RegistrySource, depth: int = 0, fetch_timeout: float = DEFAULT_FETCH_TIMEOUT
+) -> tuple[list[tuple[str, Entry]], list[RegistrySource]]:
+    """The one place each kind of source is read: (its entries, the sources it includes). A URL
+    is fetched (its last copy when it cannot be); a file may include more, `depth` deep already."""
+    if isinstance(source, RegistryUrl):
+        return _url_entries(source.url, fetch_timeout), []
+    document = read_json_file(source.path, "registry file", advice=_ADVICE)
+    included = _included_sources(document, source.path, depth)
+    return ([] if _only_includes(document) else entries_from_document(document, str(source))), included
+
+
 # A registry file that includes one that includes ... stops somewhere.
 _MAX_INCLUDE_DEPTH = 8
 
 
-def _included_sources(document: object, path: Path, depth: int) -> list[Path | str]:
+def _included_sources(document: object, path: Path, depth: int) -> list[RegistrySource]:
     """The "registries" a file names: URLs as they are, files relative to the including file."""
     if not isinstance(document, dict) or "registries" not in document:
         return []
@@ -149,7 +140,8 @@ def _included_sources(document: object, path: Path, depth: int) -> list[Path | s
     if depth >= _MAX_INCLUDE_DEPTH:
         raise ConfigError(f"{path}: registries include each other more than {_MAX_INCLUDE_DEPTH} deep")
     return [
-        item if is_registry_url(item) else path.parent / Path(item).expanduser() for item in items
+        RegistryUrl(item) if is_registry_url(item) else RegistryFile(path.parent / Path(item).expanduser())
+        for item in items
     ]
 
 
@@ -186,8 +178,9 @@ def _joined_pages(pages: list[Any], url: str) -> object:
     return {"servers": servers}
 
 
-def build_spec(name: str, entry: object, source: Path | str) -> ServerSpec | None:
+def build_spec(name: str, entry: object, source: RegistrySource | Path | str) -> ServerSpec | None:
     """Validate one entry and expand its variables; None when the entry is disabled."""
+    source = source_of(source)
     where = f"{source}: server '{name}'"
     errors = sorted(_ENTRY_VALIDATOR.iter_errors(entry), key=lambda e: list(e.absolute_path))
     if errors:
@@ -196,19 +189,7 @@ def build_spec(name: str, entry: object, source: Path | str) -> ServerSpec | Non
     if entry.get("disabled", False):
         return None
     command, url, kind = entry.get("command"), entry.get("url"), entry.get("type")
-    if command and url:
-        raise ConfigError(f"{where}: has both 'command' and 'url'; keep 'command' for a local "
-                          "server or 'url' for a remote one")
-    if not command and not url:
-        raise ConfigError(f"{where}: needs 'command' (a local stdio server) or 'url' (a remote "
-                          "server)")
-    if command and kind not in (None, "stdio"):
-        raise ConfigError(f"{where}: 'type' is '{kind}' but the entry has a 'command'; "
-                          "remote servers need a 'url'")
-    if url and kind == "stdio":
-        raise ConfigError(f"{where}: 'type' is 'stdio' but the entry has a 'url'; use "
-                          "'command' for stdio servers")
-
+    _check_kind(where, command, url, kind)
     expander = _Expander()
     env = {k: expander.expand(v, f"env.{k}", secret=True) for k, v in entry.get("env", {}).items()}
     headers = {
@@ -220,7 +201,7 @@ def build_spec(name: str, entry: object, source: Path | str) -> ServerSpec | Non
     if cwd is not None:
         # Relative working directories are read from the registry file's folder, not from
         # wherever the gateway happens to be started.
-        folder = Path(source).resolve().parent if isinstance(source, Path) else Path.cwd()
+        folder = source.path.resolve().parent if isinstance(source, RegistryFile) else Path.cwd()
         cwd = str(folder / os.path.expanduser(expander.expand(cwd, "cwd")))
     command = expander.expand(command, "command") if command else None
     url = expander.expand(url, "url", secret_parts=True) if url else None
@@ -253,7 +234,23 @@ def build_spec(name: str, entry: object, source: Path | str) -> ServerSpec | Non
     )
 
 
-def _url_problem(name: str, source: Path | str, url: str, secrets: set[str]) -> str | None:
+def _check_kind(where: str, command: str | None, url: str | None, kind: str | None) -> None:
+    """ConfigError unless the entry is either a local server (a command) or a remote one (a URL)."""
+    if command and url:
+        raise ConfigError(f"{where}: has both 'command' and 'url'; keep 'command' for a local "
+                          "server or 'url' for a remote one")
+    if not command and not url:
+        raise ConfigError(f"{where}: needs 'command' (a local stdio server) or 'url' (a remote "
+                          "server)")
+    if command and kind not in (None, "stdio"):
+        raise ConfigError(f"{where}: 'type' is '{kind}' but the entry has a 'command'; "
+                          "remote servers need a 'url'")
+    if url and kind == "stdio":
+        raise ConfigError(f"{where}: 'type' is 'stdio' but the entry has a 'url'; use "
+                          "'command' for stdio servers")
+
+
+def _url_problem(name: str, source: RegistrySource, url: str, secrets: set[str]) -> str | None:
     """Why `url` cannot be reached as an MCP endpoint (a configuration error), or None."""
     parsed = urllib.parse.urlsplit(url)
     if parsed.scheme in ("http", "https") and parsed.hostname:

@@ -33,6 +33,7 @@ from toolscout.catalog import Catalog, ToolRecord
 from toolscout.errors import StateError
 from toolscout.state_files import data_dir
 from toolscout.naming import NameMap
+from toolscout.registry.sources import RegistrySource
 from toolscout.registry.spec import ServerSpec
 from toolscout.state import Records, open_state
 from toolscout.upstream.published import registry_key
@@ -67,7 +68,7 @@ class SeenCatalog:
 _KIND = "catalogs"
 
 
-def _key(registries: Sequence[Path | str]) -> str:
+def _key(registries: Sequence[RegistrySource | Path | str]) -> str:
     return hashlib.sha256(json.dumps(registry_key(registries)).encode()).hexdigest()[:16]
 
 
@@ -82,7 +83,7 @@ def _specs_key(specs: Sequence[ServerSpec]) -> str:
 
 
 def save_catalog(
-    registries: Sequence[Path | str],
+    registries: Sequence[RegistrySource | Path | str],
     specs: Sequence[ServerSpec],
     listed: Catalog,
     statuses: Sequence[UpstreamStatus],
@@ -120,7 +121,7 @@ def save_catalog(
 
 
 def load_catalog(
-    registries: Sequence[Path | str], specs: Sequence[ServerSpec], *, state: str | None = None
+    registries: Sequence[RegistrySource | Path | str], specs: Sequence[ServerSpec], *, state: str | None = None
 ) -> SeenCatalog | None:
     """The catalog last seen over these registries as they are now; None if there is none (or broken)."""
     try:
@@ -149,7 +150,7 @@ def load_catalog(
     return SeenCatalog(seen_at=seen_at, statuses=statuses, catalog=Catalog.of(tools))
 
 
-def _read(records: Records, registries: Sequence[Path | str], spec_key: str) -> dict[str, Any] | None:
+def _read(records: Records, registries: Sequence[RegistrySource | Path | str], spec_key: str) -> dict[str, Any] | None:
     key = _key(registries)
     data = records.get(key)
     if data is None:

@@ -31,6 +31,7 @@ from typing import Any
 import anyio
 
 from toolscout.errors import StateError
+from toolscout.registry.sources import RegistrySource, sources_of
 from toolscout.state.replicas import BEAT_INTERVAL, ReplicaBoard
 from toolscout.state_files import data_dir, write_private_json
 from toolscout.upstream.status import UpstreamStatus
@@ -72,17 +73,15 @@ def status_file(directory: Path | None = None) -> Path:
     return (directory or gateways_dir()) / f"{os.getpid()}.json"
 
 
-def registry_key(registries: Sequence[Path | str]) -> list[str]:
-    """The registries a gateway serves, in a form that compares equal however they were named.
-
-    A registry URL (given as a str) is its own key; a file is keyed by its absolute path."""
-    return sorted(source if isinstance(source, str) else str(Path(source).expanduser().resolve())
-                  for source in registries)
+def registry_key(registries: Sequence[RegistrySource | Path | str]) -> list[str]:
+    """The registries a gateway serves, in a form that compares equal however they were named
+    (a URL is its own key; a file is keyed by its absolute path)."""
+    return sorted(source.key for source in sources_of(registries))
 
 
 async def publish_statuses(
     statuses: Callable[[], list[UpstreamStatus]],
-    registries: Sequence[Path | str],
+    registries: Sequence[RegistrySource | Path | str],
     transport: str,
     *,
     directory: Path | None = None,
@@ -134,7 +133,7 @@ def _leave(board: ReplicaBoard) -> None:
 
 
 def running_gateways(
-    registries: Sequence[Path | str], *, directory: Path | None = None, board: ReplicaBoard | None = None
+    registries: Sequence[RegistrySource | Path | str], *, directory: Path | None = None, board: ReplicaBoard | None = None
 ) -> list[PublishedGateway]:
     """The gateways running now over exactly these registries, oldest first: this machine's, from
     their status files, and with `board` the replicas of other hosts sharing the state store.
