@@ -9,11 +9,11 @@ A room may import only rooms of a lower floor, so no two rooms import each other
     gateway              the gateway over upstreams and search
     oauth, training      signing in to remote upstreams (over their transports); fitting models
     upstream, security, eval
-    search, profiles
+    search
     index, registry, learning
-    state
-    json_files, state_files, secrets      helpers every room may use
-    errors, catalog, naming, wording, tasks, request_ids, shutdown, toolscout/__init__
+    state                the state store, and toolscout's own state files
+    json_files, secrets  helpers every room may use
+    errors, catalog, naming, wording, toolscout/__init__
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ import toolscout
 PACKAGE = Path(toolscout.__file__).parent
 
 FLOORS = [
-    {"<root>", "errors", "catalog", "naming", "wording", "tasks", "request_ids", "shutdown"},
-    {"json_files", "state_files", "secrets"},
+    {"<root>", "errors", "catalog", "naming", "wording"},
+    {"json_files", "secrets"},
     {"state"},
     {"index", "registry", "learning"},
-    {"search", "profiles"},
+    {"search"},
     {"upstream", "security", "eval"},
     {"oauth", "training"},
     {"gateway"},
@@ -125,6 +125,11 @@ def test_no_two_rooms_import_each_other_through_any_path():
 
     loops = [loop for room in sorted(graph) if (loop := visit(room, []))]
     assert loops == []
+
+
+def test_the_top_of_the_package_holds_at_most_nine_modules():
+    top = sorted(path.stem for path in PACKAGE.glob("*.py") if path.stem not in ("__init__", "__main__"))
+    assert len(top) <= 9, top
 
 
 def test_the_onnx_exporter_the_runtime_may_reach_imports_nothing_of_toolscout():

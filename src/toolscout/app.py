@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from toolscout.serving.clients import ClientTokens
     from toolscout.serving.http import SessionLimits
     from toolscout.serving.scoped import ProfileChooser
-    from toolscout.shutdown import Shutdown
+    from toolscout.serving.shutdown import Shutdown
     from toolscout.state.replicas import ReplicaBoard
 
 __all__ = [
@@ -114,7 +114,7 @@ class ServingOptions:
     ready_wait: float = DEFAULT_READY_WAIT
     # Sessions per client and their idle timeout (serving/http.py); None: the defaults.
     sessions: SessionLimits | None = None
-    # The profile a client gets unless its HTTP path names another (`toolscout.profiles`);
+    # The profile a client gets unless its HTTP path names another (`toolscout.registry.profiles`);
     # None: the whole gateway.
     profile: str | None = None
 
@@ -496,7 +496,7 @@ def _profile_chooser(config: AppConfig, specs: Sequence[ServerSpec]) -> ProfileC
     client's token is bound to (a token file entry's "profile"); None when there are none (and no
     --profile); ConfigError when one is wrong or a named one does not exist."""
     from toolscout.errors import ConfigError
-    from toolscout.profiles import load_profiles
+    from toolscout.registry.profiles import load_profiles
     from toolscout.serving.scoped import ProfileChooser
 
     profiles = load_profiles(config.registry_sources(), [spec.name for spec in specs])

@@ -20,7 +20,7 @@ import sys
 from typing import Any
 
 from toolscout import __version__
-from toolscout.request_ids import RequestIdFilter
+from toolscout.serving.request_ids import RequestIdFilter
 
 __all__ = ["COMMAND_MODULES", "QUIET_COMMANDS", "build_parser", "configure_logging", "main"]
 

@@ -20,7 +20,7 @@ from typing import Self
 
 from toolscout.errors import StateError
 from toolscout.state import StateStore, open_state
-from toolscout.state_files import set_aside
+from toolscout.state.files import set_aside
 
 __all__ = ["LearningStore", "import_legacy_file"]
 

@@ -26,10 +26,10 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import ValidationError
 
 from toolscout.errors import ConfigError
-from toolscout.state_files import data_dir
+from toolscout.state.files import data_dir
 from toolscout.registry.spec import OAuthSettings
 from toolscout.secrets import redact_logs
-from toolscout.state_files import write_private_json
+from toolscout.state.files import write_private_json
 
 __all__ = ["TokenFile", "tokens_dir"]
 

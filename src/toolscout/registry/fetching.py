@@ -34,9 +34,9 @@ import httpx2
 
 from toolscout import __version__
 from toolscout.errors import ConfigError
-from toolscout.state_files import data_dir
+from toolscout.state.files import data_dir
 from toolscout.registry.urls import require_secure_url
-from toolscout.state_files import write_private_json
+from toolscout.state.files import write_private_json
 from toolscout.wording import describe_age
 
 __all__ = [

@@ -146,7 +146,7 @@ def _included_sources(document: object, path: Path, depth: int) -> list[Registry
 
 
 def _only_includes(document: object) -> bool:
-    """A file of settings only: other registries it includes, profiles (`toolscout.profiles`)."""
+    """A file of settings only: other registries it includes, profiles (`toolscout.registry.profiles`)."""
     settings = {"registries", "profiles"}
     return isinstance(document, dict) and set(document) <= settings | {"$schema"} and bool(settings & set(document))
 

@@ -48,7 +48,7 @@ from toolscout.gateway import Gateway, ServerFilter
 from toolscout.naming import namespaced_uri
 from toolscout.serving.scoped import ScopedGateway
 from toolscout.serving.relay import ClientCaller, asking_client, input_round
-from toolscout.tasks import TASK_METHOD_REFUSAL, TASK_METHODS
+from toolscout.upstream.tasks import TASK_METHOD_REFUSAL, TASK_METHODS
 
 __all__ = ["LOG_BURST", "LOG_RATE", "ForwardingListen", "LogRate", "Proxied", "RESOURCE_NOT_FOUND"]
 
@@ -136,7 +136,7 @@ class Proxied:
         ):
             server.add_request_handler(method, params, handler)  # type: ignore[arg-type]
         for method in TASK_METHODS:
-            # Unknown methods all the same (-32601), with words saying why (`toolscout.tasks`).
+            # Unknown methods all the same (-32601), with words saying why (`toolscout.upstream.tasks`).
             server.add_request_handler(method, types.RequestParams, _refuse_task_method)  # type: ignore[arg-type]
 
     # --- lists ------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolscout.catalog import Catalog, ToolRecord
 from toolscout.errors import UnknownToolError
-from toolscout.profiles import PROFILE_NAME, Profile, Profiles
+from toolscout.registry.profiles import PROFILE_NAME, Profile, Profiles
 from toolscout.serving.clients import client_name
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from typing import Any
 
 from toolscout.catalog import Catalog, ToolRecord
 from toolscout.errors import StateError
-from toolscout.state_files import data_dir
+from toolscout.state.files import data_dir
 from toolscout.naming import NameMap
 from toolscout.registry.sources import RegistrySource
 from toolscout.registry.spec import ServerSpec

@@ -33,7 +33,7 @@ import anyio
 from toolscout.errors import StateError
 from toolscout.registry.sources import RegistrySource, sources_of
 from toolscout.state.replicas import BEAT_INTERVAL, ReplicaBoard
-from toolscout.state_files import data_dir, write_private_json
+from toolscout.state.files import data_dir, write_private_json
 from toolscout.upstream.status import UpstreamStatus
 
 __all__ = [

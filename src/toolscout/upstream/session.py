@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from toolscout.errors import UpstreamError
 from toolscout.secrets import Redaction
-from toolscout.tasks import TASKS_EXTENSION, needs_tasks
+from toolscout.upstream.tasks import TASKS_EXTENSION, needs_tasks
 from toolscout.upstream.error_text import upstream_error_text
 from toolscout.upstream.limits import Limits, bound_read, bound_result
 from toolscout.upstream.listing import Subscriptions
