@@ -68,7 +68,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 # Libraries chatty at INFO whose detail helps only when debugging (-vv shows it).
-NOISY_LOGGERS = ("mcp", "httpx", "httpcore", "uvicorn.access", "sentence_transformers", "bm25s")
+NOISY_LOGGERS = ("mcp", "httpx", "httpx2", "httpcore", "httpcore2", "uvicorn.access", "sentence_transformers", "bm25s")
 
 
 class _QuietLibraries(logging.Filter):

@@ -52,10 +52,12 @@ from toolscout.serving.scoped import ProfileChooser, ScopedGateway
 from toolscout.upstream.tasks import refused_task
 from toolscout.serving.validation import (
     check_argument_size,
+    closest_parameter,
     parse_arguments,
     resolve_tool,
     validate_arguments,
 )
+from toolscout.upstream.oversized import OVERSIZED_NOTE
 from toolscout.upstream.session import ProgressFn
 
 __all__ = [
@@ -71,6 +73,9 @@ logger = logging.getLogger(__name__)
 _MAX_NAME_CHARS = 4 * MAX_ID_LENGTH
 # Clients we announce catalog changes to; old HTTP sessions fall off the end.
 _MAX_TRACKED_SESSIONS = 256
+
+# What search_tools takes (anything else is refused, not ignored).
+_SEARCH_ARGUMENTS: tuple[str, ...] = tuple(META_TOOLS[0].input_schema["properties"])
 
 
 class _GatewayServer(Server[Any]):
@@ -245,6 +250,17 @@ class MetaTools:
     def _search_arguments(
         self, arguments: dict[str, Any], gateway: Gateway | ScopedGateway
     ) -> tuple[str, int, list[str] | None, int | None]:
+        unknown_keys = [key for key in arguments if key not in _SEARCH_ARGUMENTS]
+        if unknown_keys:
+            # Silently ignored, a misspelled `limit` would give the default number of tools unasked.
+            key = unknown_keys[0]
+            hint = closest_parameter(key, _SEARCH_ARGUMENTS)
+            raise ToolCallError(
+                f"search_tools has no argument {_shown(key)}{f' (did you mean {hint!r}?)' if hint else ''}. "
+                f"Its arguments: 'query' (required: the task in plain words), 'limit' (how many tools, 1 to "
+                f"{MAX_LIMIT}, default {DEFAULT_LIMIT}), 'servers' (only these servers' tools) and 'max_tokens' "
+                "(a token budget for the answer)."
+            )
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             raise ToolCallError(
@@ -297,6 +313,11 @@ class MetaTools:
         try:
             tool = self._resolve(name, gateway)
         except UnknownToolError:
+            if name in (SEARCH_TOOL, EXECUTE_TOOL):
+                raise ToolCallError(
+                    f"'{name}' is one of this server's own two tools, not a tool search_tools finds: call "
+                    f"{name} directly, as you called execute_tool, not through execute_tool."
+                ) from None
             # Its server may be reconnecting, or up a moment before the catalog caught up with it.
             if not await self._bring_up_server_of(name, gateway):
                 raise
@@ -349,7 +370,7 @@ class MetaTools:
             if not await gateway.bring_up(server):
                 upstream = gateway.status_of(server)
                 assert upstream is not None
-                why = f"is not available ({upstream.reason or upstream.state.value})"
+                why = f"not available ({upstream.reason or upstream.state.value})"
                 if upstream.configuration_error:
                     raise UpstreamConfigurationError(upstream.name, why)
                 raise UpstreamError(upstream.name, why)
@@ -404,9 +425,12 @@ def _naming_server(tool: ToolRecord, result: types.CallToolResult) -> types.Call
     """
     if not result.is_error:
         return result
-    origin = f"Upstream server '{tool.server}' answered '{tool.id}' with an error"
     content = list(result.content)
     first = next((i for i, block in enumerate(content) if isinstance(block, types.TextContent)), None)
+    origin = f"Upstream server '{tool.server}' answered '{tool.id}' with an error"
+    if first is not None and content[first].text.startswith(OVERSIZED_NOTE):
+        # Not the tool's error: its answer was too big to pass on whole (the note says what to do).
+        origin = f"Upstream server '{tool.server}' answered '{tool.id}' with a result too large to pass on whole"
     if first is None:
         content.insert(0, types.TextContent(text=origin + "."))
     else:

@@ -179,8 +179,8 @@ class Upstream:
         if self.state is State.UP:
             return None
         if self.configuration_error:
-            return UpstreamConfigurationError(self.name, f"is not available ({self.reason})")
-        return UpstreamError(self.name, f"is not available ({self.reason or 'not connected right now'})")
+            return UpstreamConfigurationError(self.name, f"not available ({self.reason})")
+        return UpstreamError(self.name, f"not available ({self.reason or 'not connected right now'})")
 
     def lost(self, why: str, *, reconnect: bool) -> None:
         """The session asks for its end (`why`); `reconnect`: the supervisor connects again at once."""

@@ -79,6 +79,12 @@ def classify_start_failure(exc: BaseException, spec: ServerSpec, *, http_status:
             f"in {spec.source}",
             configuration=True,
         )
+    if spec.transport != "stdio" and _is_connect_failure(first):
+        # Transient (the server may be starting), but the bare library message names no address.
+        return StartFailure(
+            f"cannot connect to {spec.url} ({describe_failure(first)}): check that the server is running "
+            f"there, or 'url' of server '{spec.name}' in {spec.source}"
+        )
     return StartFailure(describe_failure(first))
 
 
@@ -154,6 +160,12 @@ def _tls_detail(exc: BaseException) -> str:
         if isinstance(e, ssl.SSLCertVerificationError) and e.verify_message:
             return str(e.verify_message)
     return "certificate verify failed"
+
+
+def _is_connect_failure(exc: BaseException) -> bool:
+    import httpx2
+
+    return isinstance(exc, httpx2.ConnectError)
 
 
 def _is_malformed_url(exc: BaseException) -> bool:

@@ -291,7 +291,7 @@ class UpstreamSession:
         if (unavailable := self._connection.unavailable()) is not None:
             raise unavailable
         if self._client is None:
-            raise UpstreamError(self.name, f"is not available ({self._connection.reason or 'not connected right now'})")
+            raise UpstreamError(self.name, f"not available ({self._connection.reason or 'not connected right now'})")
         if caller is not None:
             self._callers.append(caller)
         token = _SENDING_FOR.set(caller)
