@@ -17,6 +17,7 @@ from contextlib import nullcontext
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -57,6 +58,7 @@ from toolscout.serving.validation import (
     resolve_tool,
     validate_arguments,
 )
+from toolscout.upstream.failures import unavailable
 from toolscout.upstream.oversized import OVERSIZED_NOTE
 from toolscout.upstream.session import ProgressFn
 
@@ -367,13 +369,11 @@ class MetaTools:
         servers = [gateway.server_of(tool_id), *(server for server, _ in qualified_forms(tool_id))]
         named = [s for s in dict.fromkeys(servers) if s and gateway.status_of(s) is not None]
         for server in named:
+            began = anyio.current_time()
             if not await gateway.bring_up(server):
                 upstream = gateway.status_of(server)
                 assert upstream is not None
-                why = f"not available ({upstream.reason or upstream.state.value})"
-                if upstream.configuration_error:
-                    raise UpstreamConfigurationError(upstream.name, why)
-                raise UpstreamError(upstream.name, why)
+                raise unavailable(upstream, waited=round(anyio.current_time() - began))
         return bool(named)
 
     # --- telling clients about changes --------------------------------------------------------

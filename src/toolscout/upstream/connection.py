@@ -222,6 +222,7 @@ class Upstream:
             last_restart_reason=self.last_restart_reason,
             configuration_error=self.configuration_error,
             next_attempt=self.next_attempt,
+            needs_sign_in=self.needs_sign_in,
         )
 
     def want(self) -> None:
@@ -412,7 +413,7 @@ class Upstream:
         self._auth = self._sign_in_for(self.spec)
         transport = self._given_transport or open_transport(
             self.spec, tail=tail, on_fault=self._on_fault, limits=self.limits,
-            on_http_response=self._record_http_status, auth=self._auth,
+            on_http_response=self._record_http_status, auth=self._auth, on_gone=self._on_gone,
         )
         async with transport.connect() as (read, write):
             yield EndWatchingStream(read, ended), write
@@ -420,6 +421,13 @@ class Upstream:
     def _on_fault(self, reason: str) -> None:
         if self._fault is None:
             self._fault = reason
+
+    def _on_gone(self, reason: str) -> None:
+        """The HTTP upstream went away mid-response: end its session now, so the calls in flight
+        fail at once with `reason` rather than after the SDK's attempts to resume."""
+        if self.state is State.UP and self.session.client is not None:
+            self._on_fault(reason)
+            self.session.end()
 
     def _mark_down(self, reason: str | None) -> None:
         was_up = self.state is State.UP

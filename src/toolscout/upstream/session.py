@@ -149,6 +149,11 @@ class UpstreamSession:
         changed, self._client_changed = self._client_changed, anyio.Event()
         changed.set()
 
+    def end(self) -> None:
+        """End the connected session, if one is (the connection records why)."""
+        if self._ended is not None:
+            self._ended.set()
+
     def on_message(self, message: Any) -> None:
         """What the upstream announces for clients, and transport errors. Runs inside the session's
         receive path: never awaits a request, only signals."""

@@ -55,6 +55,8 @@ class UpstreamStatus:
     next_attempt: float | None = None
     # True: it failed for a configuration error (`toolscout.upstream.failures`) and is not retried.
     configuration_error: bool = False
+    # True: it waits for a person to sign in (OAuth, `toolscout login`); its reason names the command.
+    needs_sign_in: bool = False
 
     @property
     def skipped(self) -> bool:

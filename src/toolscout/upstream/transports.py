@@ -23,6 +23,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from toolscout.registry.spec import ServerSpec
+from toolscout.upstream.http_watch import GoneWatch
 from toolscout.upstream.launch import resolve_command, upstream_environment
 from toolscout.upstream.limits import Limits
 from toolscout.upstream.self_reference import GATEWAY_MARKER
@@ -49,16 +50,19 @@ class Transport(Protocol):
 
 
 def http_client(
-    headers: Mapping[str, str], on_response: ResponseHook | None = None, auth: httpx2.Auth | None = None
+    headers: Mapping[str, str], on_response: ResponseHook | None = None, auth: httpx2.Auth | None = None,
+    on_gone: Callable[[str], None] | None = None,
 ) -> httpx2.AsyncClient:
     """The client an HTTP upstream is reached through (to be entered as a context manager);
     `on_response` sees every response (the SDK reports an HTTP error status as a generic error);
-    `auth`: its OAuth sign-in, if any (`toolscout.oauth.provider`)."""
+    `auth`: its OAuth sign-in, if any (`toolscout.oauth.provider`); `on_gone(reason)` hears that
+    the server went away in the middle of a response (`toolscout.upstream.http_watch`)."""
     return httpx2.AsyncClient(
         headers=dict(headers),
         timeout=httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT),
         event_hooks={"response": [on_response]} if on_response is not None else None,
         auth=auth,
+        transport=GoneWatch(httpx2.AsyncHTTPTransport(), on_gone) if on_gone is not None else None,
     )
 
 
@@ -98,16 +102,18 @@ class Stdio:
 
 @dataclass(frozen=True)
 class StreamableHttp:
-    """A remote upstream over streamable HTTP; its responses pass `on_response`."""
+    """A remote upstream over streamable HTTP; its responses pass `on_response`, and `on_gone`
+    hears that it went away in the middle of one."""
 
     url: str
     headers: Mapping[str, str] = field(default_factory=dict)
     on_response: ResponseHook | None = None
     auth: httpx2.Auth | None = None
+    on_gone: Callable[[str], None] | None = None
 
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[Streams]:
-        async with http_client(self.headers, self.on_response, self.auth) as http, \
+        async with http_client(self.headers, self.on_response, self.auth, self.on_gone) as http, \
                 streamable_http_client(self.url, http_client=http) as (read, write):
             yield read, write
 
@@ -145,11 +151,12 @@ def open_transport(
     limits: Limits = Limits(),
     on_http_response: ResponseHook | None = None,
     auth: httpx2.Auth | None = None,
+    on_gone: Callable[[str], None] | None = None,
 ) -> Transport:
     """The transport to the upstream `spec` names (a stdio entry needs the `tail` its stderr goes to)."""
     if spec.transport == "stdio":
         assert tail is not None, "a stdio upstream needs the tail its stderr goes to"
         return Stdio(spec, tail, on_fault, limits.max_line_bytes, limits.max_result_bytes)
     if spec.transport == "http":
-        return StreamableHttp(spec.url or "", spec.headers, on_http_response, auth)
+        return StreamableHttp(spec.url or "", spec.headers, on_http_response, auth, on_gone)
     return Sse(spec.url or "", spec.headers, auth)
