@@ -150,6 +150,10 @@ def _match(response: SearchResponse) -> str | None:
     if match is None:
         return None
     verdict = "weak" if match.weak else "not weak"
+    if match.confidence is not None:
+        below = "never weak" if match.confidence_below is None else f"weak below {match.confidence_below:.3f}"
+        return (f"{verdict}: confidence {match.confidence:.3f} that the first tool serves the request "
+                f"({below}; ranker's best probability {match.probability:.3f})")
     if match.probability is not None:
         below = "no threshold" if match.weak_below is None else f"threshold {match.weak_below:.3f}"
         return f"{verdict}: best probability {match.probability:.3f} ({below})"

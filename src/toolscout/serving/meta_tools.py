@@ -27,6 +27,12 @@ _SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
         "tools": {"type": "array", "items": {"type": "object"}},
         "notice": {"type": ["string", "null"]},
         "omitted": {"type": "integer", "minimum": 0},
+        "confidence": {
+            "type": ["number", "null"], "minimum": 0, "maximum": 1,
+            "description": "Probability (calibrated) that the first tool returned serves the request: "
+                           "of answers with confidence 0.8, about 80% had a right first tool. Low means "
+                           "probably no connected tool does it. null while it cannot be computed.",
+        },
         # True when no tool matches the request well (the notice then says so and names the closest).
         "weak_match": {"type": "boolean"},
         # The servers connected now, with their tool counts and what each is for.
