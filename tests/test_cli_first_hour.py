@@ -14,7 +14,8 @@ from pathlib import Path
 from support.registries import failing_server, python_server, write_registry
 from support.wiring import NOTE, POISON, SEND, scripted
 
-from toolscout.registry.loading import default_registry_path, load_registries
+from toolscout.registry.loading import load_registries
+from toolscout.registry.sources import default_registry_path
 
 
 def toolscout(*args: str) -> subprocess.CompletedProcess[str]:

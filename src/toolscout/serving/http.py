@@ -15,7 +15,7 @@
   closed. Session ids are never logged.
 
 Beside /mcp it answers /healthz, /readyz and /metrics (`toolscout.serving.operations`), and
-gives every request an id that its log lines carry (`toolscout.request_ids`).
+gives every request an id that its log lines carry (`toolscout.serving.request_ids`).
 
 The client's credentials stop here: upstream connections are made with the registry's own
 headers only, never with anything from the client's request.
@@ -284,7 +284,7 @@ def http_app(
     `clients` several (not both)."""
     from asgi_correlation_id import CorrelationIdMiddleware
 
-    from toolscout.request_ids import HEADER, usable_request_id
+    from toolscout.serving.request_ids import HEADER, usable_request_id
     from toolscout.serving.operations import METRICS_PATH, OPEN_PATHS, operation_routes
 
     if auth_token is not None and clients is not None:
