@@ -53,6 +53,8 @@ FAMILIES: Mapping[str, tuple[str, ...]] = {
     "bundled": ("bundled", "bundled_translated"),
 }
 LEXICAL = ("bm25_description", "tfidf")
+# The ranker file's own vote, gate and threshold, as the engine runs them.
+SHIPPED = "shipped"
 log = logging.getLogger("select_fusion")
 
 Order = Callable[[Example], np.ndarray]
@@ -63,9 +65,13 @@ class Variant:
     lexical: float  # the lexical signals' RRF weights, times this
     vote: float | None  # the ranker's vote weight; None: no ranker
     alone_above: float | None = None  # the gate's threshold above which the ranker orders alone
+    gate: str | None = None  # whose gate: None, the one fitted here for this vote weight
+    name: str | None = None
 
     @property
     def label(self) -> str:
+        if self.name:
+            return self.name
         if self.vote is None:
             return f"weighted RRF, lexical x{self.lexical:g}"
         gate = "" if self.alone_above is None else f", alone above {self.alone_above:g}"
@@ -132,15 +138,20 @@ def main() -> int:
             gate = fit_gate(train, vote, _l2(ranker))
             gates[vote] = {id(e): float(gate.probabilities(_context_row(e, gate))[0])
                            for es in examples.values() for e in es if len(e.candidates)}
-    variants = [Variant(lex, None) for lex in map(float, args.lexical.split(","))]
+    shipped = f"shipped: lexical x1, ranker vote {ranker.weight:g}" + (
+        f", its own gate, alone above {ranker.alone_above:g}" if ranker.gate is not None else "")
+    gates[SHIPPED] = {id(e): float(ranker.gate.probabilities(_context_row(e, ranker.gate))[0]) if ranker.gate else 0.0
+                      for es in examples.values() for e in es if len(e.candidates)}
+    variants = [Variant(1.0, ranker.weight, ranker.alone_above, gate=SHIPPED, name=shipped)]
+    variants += [Variant(lex, None) for lex in map(float, args.lexical.split(","))]
     variants += [Variant(lex, vote, above) for lex, vote, above
                  in itertools.product(map(float, args.lexical.split(",")), votes, thresholds)]
     right = {"dense alone": {s: [first_right(e, dense_order(e)) for e in es] for s, es in examples.items()}}
     for variant in variants:
-        order = order_of(variant, ranker, gates.get(variant.vote, {}), probabilities)
+        order = order_of(variant, ranker, gates.get(variant.gate or variant.vote, {}), probabilities)
         right[variant.label] = {s: [first_right(e, order(e)) for e in es] for s, es in examples.items()}
         log.info("%s: %s", variant.label, {s: round(float(np.mean(r)), 3) for s, r in right[variant.label].items()})
-    print_report(right, [v.label for v in variants], examples)
+    print_report(right, [v.label for v in variants], examples, shipped)
     return 0
 
 
@@ -193,7 +204,7 @@ def choose(right: Mapping[str, Mapping[str, list[bool]]], labels: Sequence[str],
     return max(allowed, key=lambda label: family_mean(right[label], families, present))
 
 
-def print_report(right, labels: Sequence[str], examples: Mapping[str, list[Example]]) -> None:
+def print_report(right, labels: Sequence[str], examples: Mapping[str, list[Example]], shipped: str) -> None:
     present = set(examples)
     sets = [s for f in FAMILIES for s in FAMILIES[f] if s in present]
     print("| variant | " + " | ".join(f"{s} (n={len(examples[s])})" for s in sets) + " | admissible everywhere |")
@@ -214,7 +225,17 @@ def print_report(right, labels: Sequence[str], examples: Mapping[str, list[Examp
         print(f"| {held} ({', '.join(held_sets)}) | {label} | {mine} | {dense} | "
               f"{'yes' if admissible(right, label, held_sets) else 'no'} |")
     final = choose(right, labels, families, present)
-    print(f"\nChosen on all four families: **{final}**")
+    print(f"\nChosen on all four families: **{final}**\n")
+    print(f"| dev set | shipped | chosen | difference | noise |")
+    print("|---|---:|---:|---:|---:|")
+    evidence = False
+    for s in sets:
+        a, b = right[final][s], right[shipped][s]
+        diff, band = float(np.mean(a) - np.mean(b)), paired_noise(a, b)
+        evidence |= abs(diff) > band
+        print(f"| {s} | {np.mean(b):.3f} | {np.mean(a):.3f} | {diff:+.3f} | {band:.3f} |")
+    print("\n" + ("The choice differs from the shipped knobs by more than noise on some set: change them."
+                  if evidence else "Every difference from the shipped knobs is within noise: keep them."))
 
 
 if __name__ == "__main__":
