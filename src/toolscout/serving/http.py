@@ -13,8 +13,9 @@
   `SessionLimits.per_client` sessions (more are refused with 429, to that client only), and a
   session idle for `SessionLimits.idle_timeout` is closed. Session ids are never logged.
 
-Beside /mcp it answers /healthz, /readyz and /metrics (`toolscout.serving.operations`), and
-gives every request an id that its log lines carry (`toolscout.request_ids`).
+Beside /mcp it answers /healthz, /readyz and /metrics (`toolscout.serving.operations`), the
+operator's dashboard under /ui (`toolscout.dashboard`: its own sign-in, for operator tokens only),
+and gives every request an id that its log lines carry (`toolscout.request_ids`).
 
 The client's credentials stop here: upstream connections are made with the registry's own
 headers only, never with anything from the client's request.
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.types import ASGIApp, Receive, Scope, Send
 
+    from toolscout.dashboard import Dashboard
     from toolscout.gateway import Gateway
     from toolscout.serving.metrics import GatewayMetrics
 
@@ -230,11 +232,12 @@ def http_app(
     gateway: Gateway | None = None,
     metrics: GatewayMetrics | None = None,
     profiles: ProfileChooser | None = None,
+    dashboard: Dashboard | None = None,
 ) -> ASGIApp:
     """The ASGI app serving `server` at /mcp with the checks above; with `gateway`, also the
     health routes (and /metrics with `metrics`); with `profiles`, also at /mcp/<profile>
-    (`toolscout.serving.scoped.profile_paths`). `auth_token` is one client named `default`,
-    `clients` several (not both)."""
+    (`toolscout.serving.scoped.profile_paths`); with `dashboard`, also /ui. `auth_token` is one
+    client named `default`, `clients` several (not both)."""
     from asgi_correlation_id import CorrelationIdMiddleware
 
     from toolscout.request_ids import HEADER, usable_request_id
@@ -258,6 +261,12 @@ def http_app(
         app = profile_paths(app, profiles)  # inside the token check: a token may choose the profile
     if clients is not None:
         app = BearerAuth(app, clients, open_paths=OPEN_PATHS)
+    if dashboard is not None:
+        # Beside the token check: the dashboard takes a browser's session cookie too, and operators only.
+        operators = {c.name for c in clients.clients if auth_token is not None or c.options.get("operator") is True} \
+            if clients is not None else set()
+        app = dashboard.mount(app, clients=clients, operators=operators,
+                              security=security_settings(host, allowed_hosts, allowed_origins))
     return CorrelationIdMiddleware(app, header_name=HEADER, validator=usable_request_id)
 
 
@@ -282,6 +291,7 @@ async def serve_http(
     metrics: GatewayMetrics | None = None,
     stop: anyio.Event | None = None,
     profiles: ProfileChooser | None = None,
+    dashboard: Dashboard | None = None,
 ) -> None:
     """Serve until cancelled, or until `stop` is set (then gracefully); logs the address (port 0
     picks a free one). Signals are the caller's: uvicorn's own handling would re-raise them at the
@@ -291,7 +301,7 @@ async def serve_http(
     app = http_app(
         server, host=host, auth_token=auth_token, clients=clients, allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins, sessions=sessions, gateway=gateway, metrics=metrics,
-        profiles=profiles,
+        profiles=profiles, dashboard=dashboard,
     )
     guarded = auth_token is not None or clients is not None
     # Bound here rather than by uvicorn so that port 0 works and the real address can be logged.
@@ -309,6 +319,9 @@ async def serve_http(
         if not allowed_hosts:
             logger.warning("only loopback names%s are accepted in the Host header; add the names clients "
                            "use with --allowed-host", "" if host in _WILDCARDS else f" and {host}")
+    if dashboard is not None:
+        local = "127.0.0.1" if host in _WILDCARDS else shown
+        logger.info("dashboard: open %s to sign in (the link works once)", dashboard.sign_in_link(f"http://{local}:{bound_port}"))
     logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp%s", shown, bound_port,
                 f" (bearer token required; clients: {', '.join(clients.names())})" if clients is not None
                 else " (bearer token required)" if guarded else "")
