@@ -117,6 +117,8 @@ class ServingOptions:
     # The profile a client gets unless its HTTP path names another (`toolscout.profiles`);
     # None: the whole gateway.
     profile: str | None = None
+    # Open the dashboard's sign-in link in a browser once serving (`toolscout ui`).
+    open_dashboard: bool = False
 
 
 @dataclass(frozen=True)
@@ -447,7 +449,7 @@ class App:
                 gateway, metrics=self.metrics, profiles=self._profiles,
                 pins=hooks.pins.store if hooks.pins is not None else None,
                 usage=sources.usage if sources is not None else None,
-                phrases=sources.cache if sources is not None else None,
+                phrases=sources.cache if sources is not None else None, open_browser=config.serving.open_dashboard,
             )
 
     async def _reload_registry(self) -> None:

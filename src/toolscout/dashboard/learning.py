@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -24,21 +25,22 @@ def routes(dashboard: Dashboard) -> list[Route]:
     from toolscout.dashboard.site import UI_PATH, back_to
 
     async def learning(request: Request) -> Response:
-        examples = dashboard.usage.entries()[:_SHOWN] if dashboard.usage is not None else None
-        phrases = dashboard.phrases.entries() if dashboard.phrases is not None else None
+        usage, cache = dashboard.usage, dashboard.phrases
+        examples = (await anyio.to_thread.run_sync(usage.entries))[:_SHOWN] if usage is not None else None
+        phrases = await anyio.to_thread.run_sync(cache.entries) if cache is not None else None
         return page(request, "learning.html", examples=examples, phrases=phrases)
 
     async def remove_example(request: Request) -> Response:
         form = await request.form()
         if dashboard.usage is not None:
-            dashboard.usage.remove(str(form.get("query") or ""), str(form.get("tool") or ""))
+            await anyio.to_thread.run_sync(dashboard.usage.remove, str(form.get("query") or ""), str(form.get("tool") or ""))
             dashboard.gateway.rescreen()
         return back_to(f"{UI_PATH}/learning")
 
     async def remove_phrases(request: Request) -> Response:
         form = await request.form()
         if dashboard.phrases is not None:
-            dashboard.phrases.forget([str(form.get("tool") or "")])
+            await anyio.to_thread.run_sync(dashboard.phrases.forget, [str(form.get("tool") or "")])
             dashboard.gateway.rescreen()
         return back_to(f"{UI_PATH}/learning")
 

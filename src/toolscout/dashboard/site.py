@@ -13,6 +13,7 @@ POST, its CSRF token. A refusal is a small page saying why and what to do.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from importlib import resources
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
 
 __all__ = ["UI_PATH", "Dashboard", "Handler"]
 
+logger = logging.getLogger(__name__)
+
 UI_PATH = "/ui"
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -56,6 +59,8 @@ class Dashboard:
     pins: PinStore | None = None
     usage: UsageStore | None = None
     phrases: ExpansionCache | None = None
+    # Open the sign-in link in a browser when serving starts (`toolscout ui`).
+    open_browser: bool = False
     access: Access = field(default_factory=lambda: Access(None, ()))
 
     def mount(
@@ -76,6 +81,16 @@ class Dashboard:
 
     def sign_in_link(self, base_url: str) -> str:
         return f"{base_url}{UI_PATH}?{urlencode({'token': self.access.new_link_code()})}"
+
+    def announce(self, base_url: str) -> None:
+        """Log a one-time sign-in link on stderr (and open it, with `open_browser`)."""
+        link = self.sign_in_link(base_url)
+        logger.info("dashboard: open %s to sign in (the link works once)", link)
+        if self.open_browser:
+            import webbrowser
+
+            if not webbrowser.open(link):
+                logger.warning("could not start a browser here; open the link above yourself")
 
     def _site(self, hosts: Any) -> Starlette:
         from toolscout.dashboard import activity, learning, playground, servers, tools

@@ -5,8 +5,9 @@ every gateway sharing it serves the tool on its next check, this one at once (`G
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -17,6 +18,7 @@ from toolscout.security.poisoning import scan_tool, summarize
 
 if TYPE_CHECKING:
     from toolscout.dashboard.site import Dashboard
+    from toolscout.security.pinning import PendingChange
 
 __all__ = ["routes"]
 
@@ -37,10 +39,7 @@ def routes(dashboard: Dashboard) -> list[Route]:
             tool for tool in gateway.listed().tools
             if not needle or needle in tool.id.casefold() or needle in tool.description.casefold()
         ]
-        pending = []
-        for change in dashboard.pins.pending() if dashboard.pins is not None else ():
-            findings = scan_tool(record_from_definition(change.server, change.candidate))
-            pending.append({"change": change, "flags": summarize(findings) if findings else None})
+        pending = await anyio.to_thread.run_sync(_pending, dashboard)
         return page(
             request, "tools.html", query=query, tools=listed[:_SHOWN], more=max(0, len(listed) - _SHOWN),
             withheld=catalog.withheld, pending=pending, pinning=dashboard.pins is not None,
@@ -51,12 +50,17 @@ def routes(dashboard: Dashboard) -> list[Route]:
         key, name, fingerprint = (str(form.get(field) or "") for field in ("key", "name", "fingerprint"))
         if dashboard.pins is None:
             return page(request, "refused.html", 409, message="pinning is off in this gateway: nothing to approve")
-        shown = [
-            change for change in dashboard.pins.pending(server=key, names=[name])
-            if change.pin_key == key and change.candidate_fingerprint == fingerprint
-        ]
-        operator = request.state.operator
-        accepted = dashboard.pins.approve(shown, approved_by=f"dashboard ({operator.name})") if shown else []
+        pins, operator = dashboard.pins, request.state.operator
+
+        def approve_shown() -> list[PendingChange]:
+            # Exactly the definition the page showed (`toolscout approve` accepts what it showed too).
+            shown = [
+                change for change in pins.pending(server=key, names=[name])
+                if change.pin_key == key and change.candidate_fingerprint == fingerprint
+            ]
+            return pins.approve(shown, approved_by=f"dashboard ({operator.name})") if shown else []
+
+        accepted = await anyio.to_thread.run_sync(approve_shown)
         if not accepted:
             return page(request, "refused.html", 409, message=(
                 f"{key}/{name} changed again since the page was shown, or was approved already; nothing was "
@@ -69,3 +73,12 @@ def routes(dashboard: Dashboard) -> list[Route]:
         Route(f"{UI_PATH}/tools", tools, methods=["GET"]),
         Route(f"{UI_PATH}/tools/approve", approve, methods=["POST"]),
     ]
+
+
+def _pending(dashboard: Dashboard) -> list[dict[str, Any]]:
+    """Each pending definition, with what the poisoning scan says of it (as `toolscout approve` shows)."""
+    pending = []
+    for change in dashboard.pins.pending() if dashboard.pins is not None else ():
+        findings = scan_tool(record_from_definition(change.server, change.candidate))
+        pending.append({"change": change, "flags": summarize(findings) if findings else None})
+    return pending

@@ -320,8 +320,7 @@ async def serve_http(
             logger.warning("only loopback names%s are accepted in the Host header; add the names clients "
                            "use with --allowed-host", "" if host in _WILDCARDS else f" and {host}")
     if dashboard is not None:
-        local = "127.0.0.1" if host in _WILDCARDS else shown
-        logger.info("dashboard: open %s to sign in (the link works once)", dashboard.sign_in_link(f"http://{local}:{bound_port}"))
+        dashboard.announce(f"http://{'127.0.0.1' if host in _WILDCARDS else shown}:{bound_port}")
     logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp%s", shown, bound_port,
                 f" (bearer token required; clients: {', '.join(clients.names())})" if clients is not None
                 else " (bearer token required)" if guarded else "")
