@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["routes"]
 
 # The charts' drawing box: one bar per minute.
-_BAR, _HEIGHT = 6, 40
+_BAR, _HEIGHT = 4, 40
 
 
 def _chart(values: list[float]) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def _chart(values: list[float]) -> dict[str, Any]:
     for index, value in enumerate(values):
         height = round(value / top * _HEIGHT) if value else 0
         bars.append({"x": index * _BAR, "y": _HEIGHT - height, "height": height, "value": value})
-    return {"bars": bars, "width": len(values) * _BAR, "height": _HEIGHT, "top": max(values, default=0)}
+    return {"bars": bars, "width": len(values) * _BAR, "height": _HEIGHT, "top": f"{max(values, default=0):g}"}
 
 
 def _row(name: str, minutes: list[Minute]) -> dict[str, Any]:
