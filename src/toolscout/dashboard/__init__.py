@@ -13,7 +13,7 @@ and stores as the commands (never a second implementation):
 CSRF); `access.py` signs browsers in; `render.py` escapes and sets the security headers.
 """
 
-from toolscout.dashboard.access import Access, Operator, Refused
+from toolscout.dashboard.access import Access, Operator
 from toolscout.dashboard.site import UI_PATH, Dashboard
 
-__all__ = ["UI_PATH", "Access", "Dashboard", "Operator", "Refused"]
+__all__ = ["UI_PATH", "Access", "Dashboard", "Operator"]

@@ -25,9 +25,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
+from toolscout.errors import AccessRefused
 from toolscout.serving.clients import ClientCredential, ClientTokens
 
-__all__ = ["COOKIE", "LINK_LIFETIME", "Access", "Operator", "Refused"]
+__all__ = ["COOKIE", "LINK_LIFETIME", "Access", "Operator"]
 
 COOKIE = "toolscout_ui"
 # How long the printed link works (it works once).
@@ -40,15 +41,6 @@ _OPERATOR_ADVICE = (
     "the dashboard takes an operator's token: the one --auth-token names, or a token file entry "
     'marked "operator": true'
 )
-
-
-class Refused(Exception):
-    """The request may not use the dashboard: `status` (401 or 403) and why, for a person."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -84,10 +76,10 @@ class Access:
         return code
 
     def bearer(self, authorization: str) -> Operator:
-        """The operator an `Authorization` header names; Refused otherwise."""
+        """The operator an `Authorization` header names; AccessRefused otherwise."""
         scheme, _, token = authorization.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise Refused(401, "send Authorization: Bearer <token>, or sign in with the link toolscout serve printed")
+            raise AccessRefused(401, "send Authorization: Bearer <token>, or sign in with the link toolscout serve printed")
         return Operator(self._operator(self._credential(token.strip())).name)
 
     def session(self, session_id: str | None) -> Operator | None:
@@ -104,7 +96,7 @@ class Access:
         return Operator(name, session_id)
 
     def sign_in(self, token: str) -> Operator:
-        """Exchange a one-time code, or an operator's token, for a new session; Refused otherwise."""
+        """Exchange a one-time code, or an operator's token, for a new session; AccessRefused otherwise."""
         now = self._clock()
         expires = self._codes.pop(token, None) if token else None
         if expires is not None and expires >= now:
@@ -131,7 +123,7 @@ class Access:
     def _credential(self, token: str) -> ClientCredential:
         found = self._clients.identify(token.encode("utf-8")) if self._clients is not None and token else None
         if found is None:
-            raise Refused(401, "that token or sign-in link is not valid (a link works once, for an hour); "
+            raise AccessRefused(401, "that token or sign-in link is not valid (a link works once, for an hour); "
                                "open a new link, or give an operator's token")
         return found
 
@@ -140,5 +132,5 @@ class Access:
             return credential
         profile = credential.options.get("profile")
         if profile is not None:
-            raise Refused(403, f"client '{credential.name}' has a token bound to profile '{profile}'; {_OPERATOR_ADVICE}")
-        raise Refused(403, f"client '{credential.name}' is not an operator; {_OPERATOR_ADVICE}")
+            raise AccessRefused(403, f"client '{credential.name}' has a token bound to profile '{profile}'; {_OPERATOR_ADVICE}")
+        raise AccessRefused(403, f"client '{credential.name}' is not an operator; {_OPERATOR_ADVICE}")

@@ -25,7 +25,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from toolscout.dashboard.access import COOKIE, SESSION_LIFETIME, Access, Operator, Refused
+from toolscout.dashboard.access import COOKIE, SESSION_LIFETIME, Access, Operator
+from toolscout.errors import AccessRefused
 from toolscout.dashboard.render import SECURITY_HEADERS, page
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ class Dashboard:
                     return refused
                 try:
                     operator = self._operator(request)
-                except Refused as exc:
+                except AccessRefused as exc:
                     return page(request, "refused.html", exc.status, message=exc.message)
                 if isinstance(operator, Response):
                     return operator
@@ -139,7 +140,7 @@ class Dashboard:
         ])
 
     def _operator(self, request: Request) -> Operator | Response:
-        """Who sent `request`, or the redirect that completes a sign-in by link; Refused otherwise."""
+        """Who sent `request`, or the redirect that completes a sign-in by link; AccessRefused otherwise."""
         authorization = request.headers.get("authorization")
         if authorization is not None:
             return self.access.bearer(authorization)
@@ -148,7 +149,7 @@ class Dashboard:
             return self._signed_in(request, self.access.sign_in(token))
         operator = self.access.session(request.cookies.get(COOKIE))
         if operator is None:
-            raise Refused(401, "sign in with the link toolscout serve (or toolscout ui) printed, or with an operator's token below")
+            raise AccessRefused(401, "sign in with the link toolscout serve (or toolscout ui) printed, or with an operator's token below")
         return operator
 
     def _signed_in(self, request: Request, operator: Operator) -> Response:
@@ -170,7 +171,7 @@ class Dashboard:
         form = await request.form()
         try:
             operator = self.access.sign_in(str(form.get("token") or "").strip())
-        except Refused as exc:
+        except AccessRefused as exc:
             return page(request, "refused.html", exc.status, message=exc.message)
         response = self._signed_in(request, operator)
         response.headers["location"] = UI_PATH
