@@ -201,7 +201,7 @@ def test_a_change_without_its_csrf_token_is_refused(gateways: Gateways, browser:
     assert scripted.status_code == 403
 
 
-def test_approving_a_pending_change_in_the_browser_serves_the_tool_here_and_on_a_second_gateway(
+def test_a_rejected_change_stays_withheld_and_approving_it_serves_the_tool_here_and_on_a_second_gateway(
     gateways: Gateways, browser: Any
 ) -> None:
     from selenium.webdriver.common.by import By
@@ -213,6 +213,9 @@ def test_approving_a_pending_change_in_the_browser_serves_the_tool_here_and_on_a
     assert "Get the price of a product in the shop, in euros." in pending
     assert "withheld" in _text(browser, "#tools tr[data-tool='shop__get_price']")
     screenshot(browser, "tools")
+    browser.find_element(By.CSS_SELECTOR, "article.pending[data-tool$='/get_price'] button.reject").click()
+    assert "rejected by dashboard (signed in by link)" in _text(browser, "article.pending[data-tool$='/get_price'] .rejected")
+    assert "withheld" in _text(browser, "#tools tr[data-tool='shop__get_price']")
     browser.find_element(By.CSS_SELECTOR, "article.pending[data-tool$='/get_price'] button.approve").click()
     assert browser.current_url == gateways.first.base + "/ui/tools"
     assert browser.find_elements(By.CSS_SELECTOR, "article.pending") == []

@@ -1,6 +1,7 @@
 """Tools: every tool the upstreams list, searchable, with why one is withheld; and each pending
-definition (a changed tool, or a new one under --strict-pins) with its diff and an Approve
-button that does what `toolscout approve` does: `PinStore.approve` on the shared state store, so
+definition (a changed tool, or a new one under --strict-pins) with its diff, a Reject button
+(the tool stays withheld, and every reviewer sees it was rejected) and an Approve button that
+does what `toolscout approve` does: `PinStore.approve` on the shared state store, so
 every gateway sharing it serves the tool on its next check, this one at once (`Gateway.rescreen`)."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from toolscout.security.pinning import record_from_definition
 from toolscout.security.poisoning import scan_tool, summarize
 
 if TYPE_CHECKING:
-    from toolscout.dashboard.site import Dashboard
+    from toolscout.dashboard.site import Dashboard, Handler
     from toolscout.security.pinning import PendingChange
 
 __all__ = ["routes"]
@@ -45,33 +46,40 @@ def routes(dashboard: Dashboard) -> list[Route]:
             withheld=catalog.withheld, pending=pending, pinning=dashboard.pins is not None,
         )
 
-    async def approve(request: Request) -> Response:
-        form = await request.form()
-        key, name, fingerprint = (str(form.get(field) or "") for field in ("key", "name", "fingerprint"))
-        if dashboard.pins is None:
-            return page(request, "refused.html", 409, message="pinning is off in this gateway: nothing to approve")
-        pins, operator = dashboard.pins, request.state.operator
+    def decision(verb: str) -> Handler:
+        """What the Approve (or Reject) button of a pending definition does."""
 
-        def approve_shown() -> list[PendingChange]:
-            # Exactly the definition the page showed (`toolscout approve` accepts what it showed too).
-            shown = [
-                change for change in pins.pending(server=key, names=[name])
-                if change.pin_key == key and change.candidate_fingerprint == fingerprint
-            ]
-            return pins.approve(shown, approved_by=f"dashboard ({operator.name})") if shown else []
+        async def decide(request: Request) -> Response:
+            form = await request.form()
+            key, name, fingerprint = (str(form.get(field) or "") for field in ("key", "name", "fingerprint"))
+            pins, operator = dashboard.pins, request.state.operator
+            if pins is None:
+                return page(request, "refused.html", 409, message="pinning is off in this gateway: nothing to decide")
 
-        accepted = await anyio.to_thread.run_sync(approve_shown)
-        if not accepted:
-            return page(request, "refused.html", 409, message=(
-                f"{key}/{name} changed again since the page was shown, or was approved already; nothing was "
-                "approved. Look at the new definition first."
-            ))
-        gateway.rescreen()
-        return back_to(f"{UI_PATH}/tools")
+            def decide_shown() -> list[PendingChange]:
+                # Exactly the definition the page showed (`toolscout approve` accepts what it showed too).
+                shown = [
+                    change for change in pins.pending(server=key, names=[name])
+                    if change.pin_key == key and change.candidate_fingerprint == fingerprint
+                ]
+                by = f"dashboard ({operator.name})"
+                return (pins.approve(shown, approved_by=by) if verb == "approve" else pins.reject(shown, rejected_by=by)) \
+                    if shown else []
+
+            if not await anyio.to_thread.run_sync(decide_shown):
+                return page(request, "refused.html", 409, message=(
+                    f"{key}/{name} changed again since the page was shown, or was approved already; nothing was "
+                    f"{verb}d. Look at the new definition first."
+                ))
+            gateway.rescreen()
+            return back_to(f"{UI_PATH}/tools")
+
+        return decide
 
     return [
         Route(f"{UI_PATH}/tools", tools, methods=["GET"]),
-        Route(f"{UI_PATH}/tools/approve", approve, methods=["POST"]),
+        Route(f"{UI_PATH}/tools/approve", decision("approve"), methods=["POST"]),
+        Route(f"{UI_PATH}/tools/reject", decision("reject"), methods=["POST"]),
     ]
 
 
