@@ -112,6 +112,7 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         "--ready-wait", type=float, default=DEFAULT_READY_WAIT, metavar="SECONDS",
         help=f"wait this long for upstreams before serving (default {DEFAULT_READY_WAIT:g})",
     )
+    parser.set_defaults(open_dashboard=False)  # `toolscout ui` opens it
 
 
 def run(args: argparse.Namespace) -> int:
@@ -137,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         transport=args.transport, host=args.host, port=args.port, auth_token=args.auth_token, clients=clients,
         allowed_hosts=tuple(args.allowed_host), allowed_origins=tuple(args.allowed_origin), ready_wait=args.ready_wait,
         sessions=sessions,
-        profile=args.profile, open_dashboard=getattr(args, "open_dashboard", False),
+        profile=args.profile, open_dashboard=args.open_dashboard,
     )
     config = command_options(
         args, search=True, security=True, learning=True, calls=True, max_restarts=args.max_restarts,

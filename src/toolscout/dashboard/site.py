@@ -1,7 +1,7 @@
 """The dashboard as an ASGI app beside /mcp, and the checks every request passes first.
 
     dashboard = Dashboard(gateway, metrics=metrics, profiles=profiles, pins=pin_store, usage=usage)
-    app = dashboard.mount(app, clients=clients, operators={"default"}, security=settings)
+    app = dashboard.mount(app, clients=clients, single_token=False, security=settings)
     dashboard.sign_in_link("http://127.0.0.1:8765")     # what serve logs: /ui?token=<one-time code>
 
 Requests under /ui go to the dashboard, everything else to `app` (the MCP server with its own
@@ -14,7 +14,7 @@ POST, its CSRF token. A refusal is a small page saying why and what to do.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -65,12 +65,13 @@ class Dashboard:
     access: Access = field(default_factory=lambda: Access(None, ()))
 
     def mount(
-        self, app: ASGIApp, *, clients: ClientTokens | None, operators: Collection[str],
-        security: TransportSecuritySettings,
+        self, app: ASGIApp, *, clients: ClientTokens | None, single_token: bool, security: TransportSecuritySettings,
     ) -> ASGIApp:
-        """`app` with the dashboard answering under /ui; `operators`: the client names that may use it."""
+        """`app` with the dashboard answering under /ui. Its operators: the one client of a single
+        token (`single_token`: `--auth-token`), else the token file's entries marked "operator": true."""
         from mcp.server.transport_security import TransportSecurityMiddleware
 
+        operators = [c.name for c in clients.clients if single_token or c.options.get("operator") is True] if clients else []
         self.access = Access(clients, operators)
         site = self._site(TransportSecurityMiddleware(security))
 

@@ -263,9 +263,7 @@ def http_app(
         app = BearerAuth(app, clients, open_paths=OPEN_PATHS)
     if dashboard is not None:
         # Beside the token check: the dashboard takes a browser's session cookie too, and operators only.
-        operators = {c.name for c in clients.clients if auth_token is not None or c.options.get("operator") is True} \
-            if clients is not None else set()
-        app = dashboard.mount(app, clients=clients, operators=operators,
+        app = dashboard.mount(app, clients=clients, single_token=auth_token is not None,
                               security=security_settings(host, allowed_hosts, allowed_origins))
     return CorrelationIdMiddleware(app, header_name=HEADER, validator=usable_request_id)
 
