@@ -191,7 +191,7 @@ def test_a_poisoned_tool_shows_as_withheld_and_a_script_or_hidden_text_in_a_desc
     assert browser.find_elements(By.TAG_NAME, "script") == []
 
 
-def test_a_change_without_its_csrf_token_is_refused(gateways: Gateways, browser: Any) -> None:
+def test_a_change_without_its_csrf_token_or_from_another_origin_is_refused(gateways: Gateways, browser: Any) -> None:
     from selenium.webdriver.common.by import By
 
     browser.get(gateways.first.base + "/ui/tools")
@@ -200,9 +200,17 @@ def test_a_change_without_its_csrf_token_is_refused(gateways: Gateways, browser:
     form.find_element(By.CSS_SELECTOR, "button").click()
     assert "CSRF token is missing" in _text(browser, "#message")
     assert [change.name for change in PinStore(gateways.state).pending()] == ["get_price"]
+    bearer = {"Authorization": f"Bearer {OPERATOR}"}
     scripted = httpx.post(gateways.first.base + "/ui/tools/approve", data={"key": "shop", "name": "get_price"},
-                          headers={"Authorization": f"Bearer {OPERATOR}"})
+                          headers=bearer)
     assert scripted.status_code == 403
+    # With its token, but from a page of another local port: refused too.
+    csrf = re.search(r'name="csrf" value="(\w+)"', _operator(gateways.first.base, "/ui/tools").text)
+    assert csrf is not None
+    elsewhere = httpx.post(gateways.first.base + "/ui/tools/approve", data={"csrf": csrf.group(1)},
+                           headers={**bearer, "Origin": "http://127.0.0.1:9"})
+    assert elsewhere.status_code == 403 and "another site" in elsewhere.text
+    assert [change.name for change in PinStore(gateways.state).pending()] == ["get_price"]
 
 
 def test_a_rejected_change_stays_withheld_and_approving_it_serves_the_tool_here_and_on_a_second_gateway(

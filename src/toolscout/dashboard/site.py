@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -186,8 +186,10 @@ class Dashboard:
 
 
 def _same_origin(request: Request) -> bool:
+    """Whether a change was sent from a page of this server: its Origin names the host the request
+    went to (either scheme: behind a proxy that ends TLS the browser's is https, ours http)."""
     origin = request.headers.get("origin")
-    return origin is None or origin == f"{request.url.scheme}://{request.headers.get('host')}"
+    return origin is None or urlsplit(origin).netloc == request.headers.get("host")
 
 
 async def _stylesheet(request: Request) -> Response:
