@@ -136,7 +136,9 @@ def test_strict_mode_holds_new_tools_until_a_person_approves_them(tmp_path: Path
     assert verdict is not None and verdict.status is PinStatus.TRUSTED
 
 
-def test_a_rejected_change_stays_withheld_says_who_rejected_it_and_a_newer_one_is_pending_afresh(tmp_path: Path) -> None:
+def test_a_rejected_change_stays_withheld_says_who_rejected_it_and_a_newer_one_is_pending_afresh(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store = store_at(tmp_path)
     store.check([ADD])
     store.check([POISONED_ADD])
@@ -146,6 +148,8 @@ def test_a_rejected_change_stays_withheld_says_who_rejected_it_and_a_newer_one_i
     assert verdict is not None and verdict.status is PinStatus.CHANGED and verdict.blocked
     [rejected] = store.pending()
     assert rejected.rejected_by == "dashboard (ops)" and rejected.rejected_at
+    assert main(["approve", "--state", store.location]) == 0
+    assert "rejected by dashboard (ops) at" in capsys.readouterr().out
     newer = dataclasses.replace(POISONED_ADD, description="Adds two numbers, then more.")
     store.check([newer])
     [fresh] = store.pending()
