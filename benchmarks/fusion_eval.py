@@ -29,11 +29,12 @@ from pathlib import Path
 
 from toolscout.eval import build_engine, engine_ranker, evaluate
 from toolscout.eval.dev_sets import dev_sets
+from toolscout.eval.metrics import paired_noise
 from toolscout.search.settings import SearchSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT.parent / "shared" / "bench"
-SLICES = {"everyday": ("source", "english"), "bundled_translated": ("lang",), "etom_mcp": ("level",),
+SLICES = {"everyday": ("source", "english"), "devtools": ("english",), "bundled_translated": ("lang",), "etom_mcp": ("level",),
           "toolbench_stb": ("group",)}
 log = logging.getLogger("fusion_eval")
 
@@ -119,6 +120,20 @@ def main() -> int:
                 s = run.summary
                 print(f"| {dev.name}{' (' + dev.note + ')' if dev.note else ''} | {s.n_queries} | {label} | "
                       f"{stats(run.outcomes)} | {s.latency_ms_p50:.1f} | {s.latency_ms_p95:.1f} |")
+    shipped, dense = "model, learned ranker", "model, dense alone"
+    print("\nThe shipped engine beside its own dense signal: top-1 (noise: twice the standard error of the "
+          "paired difference)\n")
+    print("| dev set | dense alone | shipped | difference | noise | verdict |")
+    print("|---|---:|---:|---:|---:|---|")
+    for dev in sets:
+        a, b = runs.get((dev.name, shipped)), runs.get((dev.name, dense))
+        if a is None or b is None:
+            continue
+        mine, theirs = [top(o, 1) > 0 for o in a.outcomes], [top(o, 1) > 0 for o in b.outcomes]
+        diff, band = (sum(mine) - sum(theirs)) / len(mine), paired_noise(mine, theirs)
+        verdict = "above" if diff > band else "below" if diff < -band else "within noise"
+        print(f"| {dev.name} | {sum(theirs) / len(theirs):.3f} | {sum(mine) / len(mine):.3f} | {diff:+.3f} | "
+              f"{band:.3f} | {verdict} |")
     for dev in sets:
         for field in SLICES.get(dev.name, ()):
             labels = [label for label in configs if (dev.name, label) in runs]

@@ -116,6 +116,9 @@ async def test_a_result_over_the_line_limit_is_cut_like_the_others_and_the_other
     huge, held = results["huge"], results["held"]
     # Marked as an error (the rest, structured content included, is lost), but answered, and cut.
     assert huge.is_error and "over the 1 MiB limit on one message (max_line_bytes)" in huge.content[0].text
+    # Said to be too large, with what to do, never taken for the tool's own error.
+    assert huge.content[0].text.startswith("Upstream server 'hostile' answered 'hostile__big_text' with a result too large")
+    assert "ask the tool for less at a time" in huge.content[0].text and "with an error" not in huge.content[0].text
     assert huge.content[1].text.startswith("0123456789abcdef") and len(huge.content[1].text) < 256 * 1024
     assert not held.is_error  # the call in flight beside it was not failed
     assert text_of(after) == "still here" and status.restarts == 0

@@ -115,3 +115,46 @@ async def test_a_registry_secret_an_upstream_quotes_in_a_result_reaches_the_agen
         assert "key-5c0d27e9b1" not in str(result) and "literal-4e8a7f" not in str(result)
     assert not returned.is_error and text_of(returned) == "***"
     assert returned.structured_content == {"result": "***"} and "key-5c0d27e9b1" not in str(returned)
+
+
+@pytest.mark.anyio
+async def test_the_tools_table_of_the_real_cli_keeps_its_columns_names_skipped_entries_and_stays_quiet(
+    tmp_path: Path,
+) -> None:
+    import socket
+    import sys
+
+    import uvicorn
+    from upstreams import weather_server
+
+    sock = socket.create_server(("127.0.0.1", 0))
+    web = uvicorn.Server(uvicorn.Config(weather_server.server.streamable_http_app(), log_level="warning", lifespan="on"))
+    registry = write_registry(tmp_path / "servers.json", {
+        "remote": {"url": f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"},
+        "twolines": failing_server("error: cannot open the database\nhint: run the migrations first"),
+        "myself": {"command": sys.executable, "args": ["-m", "toolscout", "serve"]},
+    })
+    tools = [sys.executable, "-m", "toolscout.cli", "tools", "--registry", str(registry), "--start-timeout", "30"]
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(web.serve, [sock])
+            # -v: the INFO level `serve` logs at by default.
+            refreshed = await anyio.run_process([*tools, "--refresh", "-v"], check=False)
+            quiet = await anyio.run_process([*tools, "-q"], check=False)
+            web.should_exit = True
+    table, log = refreshed.stdout.decode(), refreshed.stderr.decode()
+    assert refreshed.returncode == 0, log
+    rows = {line.split()[0]: line for line in table.splitlines()[1:] if not line.startswith(" ")}
+    assert set(rows) == {"remote", "twolines", "myself"}
+    # An entry that would start toolscout itself is skipped on purpose, not down.
+    assert rows["myself"].split()[1] == "skipped"
+    assert rows["twolines"].split()[1] == "down"
+    # The second stderr line stays in the DETAIL column, under the first.
+    detail_column = table.splitlines()[0].index("DETAIL")
+    [continued] = [line for line in table.splitlines() if "run the migrations first" in line]
+    assert continued.index("hint:") == detail_column and not continued[:detail_column].strip()
+    # No INFO line per HTTP request to the remote upstream.
+    assert "HTTP Request" not in log and "httpx" not in log
+    # -q: errors only; the table alone, from the catalog just seen, without saying so.
+    assert quiet.returncode == 0 and quiet.stderr.decode() == ""
+    assert quiet.stdout.decode() == table

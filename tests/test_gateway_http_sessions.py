@@ -1,5 +1,6 @@
 """HTTP sessions belong to their client: named tokens from a token file, a session bound to the
-credential that opened it, a per-client session cap that refuses only the client over it, and
+credential that opened it, a per-client session cap that
+closes the longest idle session of only the client at it (refusing it only when all are busy), and
 session ids kept out of the log. Served by uvicorn in this process; real HTTP, real MCP sessions."""
 
 from __future__ import annotations
@@ -96,18 +97,67 @@ async def test_a_session_can_be_used_and_ended_only_by_the_client_that_opened_it
     assert after.status_code == 404
 
 
-async def test_a_client_at_its_session_limit_is_refused_while_others_still_get_sessions(served: str) -> None:
+async def test_a_client_at_its_session_limit_has_its_longest_idle_session_closed_for_a_new_one(served: str) -> None:
     with anyio.fail_after(30):
         async with httpx.AsyncClient() as http:
             first, second = await _open(http, served, ALICE), await _open(http, served, ALICE)
-            third = await _open(http, served, ALICE)
+            await http.post(served, json=PING, headers=_ping(second.headers["mcp-session-id"], ALICE))
             bobs = await _open(http, served, BOB)
-            await http.delete(served, headers=_ping(first.headers["mcp-session-id"], ALICE))
-            again = await _open(http, served, ALICE)
-    assert first.status_code == second.status_code == 200
-    assert third.status_code == 429 and "client 'alice' already holds 2 open sessions" in third.json()["error"]
+            third = await _open(http, served, ALICE)
+            first_after = await http.post(served, json=PING, headers=_ping(first.headers["mcp-session-id"], ALICE))
+            second_after = await http.post(served, json=PING, headers=_ping(second.headers["mcp-session-id"], ALICE))
+            bobs_after = await http.post(served, json=PING, headers=_ping(bobs.headers["mcp-session-id"], BOB))
+    assert first.status_code == second.status_code == bobs.status_code == 200
+    assert third.status_code == 200
+    # The longest idle of alice's sessions made room; her other one and bob's are untouched.
+    assert first_after.status_code == 404
+    assert second_after.status_code == 200 and bobs_after.status_code == 200
+
+
+async def _busy(http: httpx.AsyncClient, url: str, session: str, token: str, held: list[httpx.Response]) -> None:
+    """Keep a request in flight on `session`: its GET stream, open until the test ends."""
+    request = http.build_request("GET", url, headers=_ping(session, token))
+    held.append(await http.send(request, stream=True))
+
+
+async def test_a_client_whose_sessions_are_all_busy_is_refused_a_new_one_but_not_sessionless_requests(served: str) -> None:
+    held: list[httpx.Response] = []
+    with anyio.fail_after(30):
+        async with httpx.AsyncClient(timeout=None) as http:
+            for _ in range(2):
+                opened = await _open(http, served, ALICE)
+                await _busy(http, served, opened.headers["mcp-session-id"], ALICE, held)
+            refused = await _open(http, served, ALICE)
+            bobs = await _open(http, served, BOB)
+            # A 2026-07-28 client opens no session: the cap is not its concern.
+            async with create_mcp_http_client(headers={"Authorization": f"Bearer {ALICE}"}) as mcp_http:
+                async with Client(streamable_http_client(served, http_client=mcp_http), mode="2026-07-28") as client:
+                    found = await client.call_tool("search_tools", {"query": "weather"})
+            for response in held:
+                await response.aclose()
+    assert all(response.status_code == 200 for response in held)
+    assert refused.status_code == 429
+    assert "client 'alice' already holds 2 open sessions, each with a request in flight" in refused.json()["error"]
     assert bobs.status_code == 200
-    assert again.status_code == 200
+    assert not found.is_error
+
+
+async def test_without_tokens_a_flood_of_idle_sessions_locks_nobody_out(tmp_path: Path) -> None:
+    registry = write_registry(tmp_path / "servers.json", {"weather": python_server("weather_server.py")})
+    command = serve_command(registry, "--transport", "http", "--port", "0")
+    env = {key: value for key, value in os.environ.items() if key not in ("TOOLSCOUT_AUTH_TOKEN", "TOOLSCOUT_TOKENS_FILE")}
+    with anyio.fail_after(120):
+        async with served_over_http(command, env=env) as url:
+            async with httpx.AsyncClient() as http:
+                # One local process opens 150 sessions (the default cap is 100) and leaves them idle.
+                flood = [await http.post(url, json=INITIALIZE, headers=MCP_HEADERS) for _ in range(150)]
+            # Everyone else still gets served, with a session and without one.
+            async with Client(streamable_http_client(url), mode="legacy") as client:
+                with_session = await client.call_tool("search_tools", {"query": "weather"})
+            async with Client(streamable_http_client(url), mode="2026-07-28") as client:
+                sessionless = await client.call_tool("search_tools", {"query": "weather"})
+    assert [response.status_code for response in flood] == [200] * 150
+    assert not with_session.is_error and not sessionless.is_error
 
 
 async def test_session_ids_are_never_logged(served: str, caplog: pytest.LogCaptureFixture) -> None:
@@ -172,7 +222,11 @@ async def test_serve_takes_its_clients_from_the_token_file(tmp_path: Path) -> No
             async with httpx.AsyncClient() as http:
                 unknown = await _open(http, url, "not-a-known-token-000000")
                 alice = await _open(http, url, ALICE)
-                alice_again = await _open(http, url, ALICE)
                 bob = await _open(http, url, BOB)
+                alice_again = await _open(http, url, ALICE)
+                alice_first = await http.post(url, json=PING, headers=_ping(alice.headers["mcp-session-id"], ALICE))
+                bob_still = await http.post(url, json=PING, headers=_ping(bob.headers["mcp-session-id"], BOB))
     assert unknown.status_code == 401
-    assert alice.status_code == 200 and alice_again.status_code == 429 and bob.status_code == 200
+    assert alice.status_code == 200 and alice_again.status_code == 200 and bob.status_code == 200
+    # At her cap of one, alice's new session replaced her idle one; bob's is his own.
+    assert alice_first.status_code == 404 and bob_still.status_code == 200

@@ -66,3 +66,5 @@ async def test_an_http_upstream_nobody_listens_on_is_down_with_the_reason() -> N
             (status,) = gateway.statuses()
     assert status.state is State.DOWN
     assert status.reason and status.reason.startswith("failed to start")
+    # The reason names the address that refused, not only the library's words.
+    assert f"cannot connect to http://127.0.0.1:{port}/mcp" in status.reason

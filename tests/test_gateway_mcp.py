@@ -145,6 +145,41 @@ async def test_an_unknown_tool_is_an_error_listing_the_closest_ids(server: Any) 
     assert "search_tools" in _text(result)
 
 
+async def test_a_misspelled_id_suggests_only_close_ids_and_an_unrelated_name_none(server: Any) -> None:
+    with anyio.fail_after(10):
+        async with Client(server, mode="legacy") as client:
+            typo = await client.call_tool("execute_tool", {"name": "time__get_curent_time", "arguments": {}})
+            unrelated = await client.call_tool("execute_tool", {"name": "send_email", "arguments": {}})
+    assert typo.is_error and "Did you mean: time__get_current_time?" in _text(typo)
+    assert unrelated.is_error and "Did you mean" not in _text(unrelated)
+    assert "No tool is called 'send_email'" in _text(unrelated) and "search_tools" in _text(unrelated)
+
+
+async def test_a_meta_tool_passed_to_execute_tool_is_told_to_be_called_directly(server: Any) -> None:
+    with anyio.fail_after(10):
+        async with Client(server, mode="legacy") as client:
+            result = await client.call_tool("execute_tool", {"name": "search_tools", "arguments": {"query": "weather"}})
+    assert result.is_error
+    assert "'search_tools' is one of this server's own two tools" in _text(result)
+    assert "call search_tools directly" in _text(result) and "No tool is called" not in _text(result)
+
+
+async def test_an_unknown_search_argument_is_refused_naming_the_arguments_there_are(server: Any) -> None:
+    with anyio.fail_after(10):
+        async with Client(server, mode="legacy") as client:
+            result = await client.call_tool("search_tools", {"query": "weather", "k": 2})
+    assert result.is_error
+    assert "search_tools has no argument \"k\"" in _text(result) and "'limit' (how many tools" in _text(result)
+
+
+async def test_a_call_to_a_server_that_is_down_names_it_without_a_stray_colon(server: Any) -> None:
+    with anyio.fail_after(60):
+        async with Client(server, mode="legacy") as client:
+            result = await client.call_tool("execute_tool", {"name": "broken__anything", "arguments": {}})
+    assert result.is_error
+    assert "upstream 'broken': not available (" in _text(result) and ": is not" not in _text(result)
+
+
 async def test_invalid_arguments_are_refused_naming_the_field_the_reason_and_the_schema(server: Any) -> None:
     with anyio.fail_after(10):
         async with Client(server, mode="legacy") as client:

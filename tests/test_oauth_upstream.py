@@ -255,3 +255,18 @@ async def test_a_client_id_metadata_document_is_used_where_the_server_accepts_on
     assert client is not None and client.client_id == document_url
     states, _, answer = await statuses_and_call(path)
     assert states["crm"] is State.UP and answer
+
+
+async def test_a_call_to_a_server_nobody_signed_in_to_names_the_login_command_at_once(tmp_path: Path, crm: Protected) -> None:
+    from support.gateway_session import gateway_session, text_of
+
+    path = registry(tmp_path, crm)
+    async with gateway_session(path) as (gateway, client):
+        # Far below the start timeout (30 s) a call used to wait through for a sign-in that never came.
+        with anyio.fail_after(10):
+            result = await client.call_tool("execute_tool", {"name": "crm__find_account", "arguments": {"name": "Acme"}})
+    text = text_of(result)
+    assert result.is_error
+    assert (f"upstream 'crm': not available (waiting for a sign-in): server 'crm' needs you to sign in (OAuth); "
+            f"run `toolscout login crm --registry {path}`") in text
+    assert "Try again later" not in text

@@ -16,7 +16,7 @@ import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
-from support.registries import python_server
+from support.registries import python_server, time_server
 from support.serve_process import serve_command, served_over_http
 
 from toolscout.errors import ConfigError, UnknownToolError
@@ -179,8 +179,13 @@ async def test_a_sampling_client_is_asked_about_its_own_profiles_tools_only(tmp_
     assert not any(name in prompt for prompt in prompts for name in ("create_note", "delete_note", "archive"))
 
 
-LIBRARY_PROFILES = {"desk": {"servers": ["weather"]}, "reading": {"servers": ["library"]}}
+LIBRARY_PROFILES = {
+    "desk": {"servers": ["weather"]},
+    "reading": {"servers": ["library"]},
+    "clock": {"servers": ["time"], "tools": ["time__get_current_time"]},
+}
 IDE_TOKEN, CI_TOKEN = "ide-token-0123456789abcdef", "ci-token-0123456789abcdef"
+WALL_TOKEN = "wall-token-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
@@ -188,13 +193,17 @@ async def served_with_tokens(tmp_path_factory: pytest.TempPathFactory) -> AsyncI
     folder = tmp_path_factory.mktemp("bound")
     registry = folder / "servers.json"
     registry.write_text(json.dumps({
-        "mcpServers": {"library": python_server("library_server.py"), "weather": python_server("weather_server.py")},
+        "mcpServers": {
+            "library": python_server("library_server.py"), "weather": python_server("weather_server.py"),
+            "time": time_server(),  # gives no instructions: its summary is made from its tools
+        },
         "profiles": LIBRARY_PROFILES,
     }))
     tokens = folder / "tokens.json"
     tokens.write_text(json.dumps({"clients": [
         {"name": "ide", "token": IDE_TOKEN, "profile": "desk"},
         {"name": "ci", "token": CI_TOKEN},
+        {"name": "wall", "token": WALL_TOKEN, "profile": "clock"},
     ]}))
     tokens.chmod(0o600)
     command = serve_command(registry, "--transport", "http", "--port", "0", "--tokens", str(tokens))
@@ -258,3 +267,31 @@ async def test_a_profile_lists_reads_and_completes_only_its_own_servers_resource
                     with pytest.raises(MCPError) as refused:
                         await attempt
                     assert refused.value.error.message.startswith("Unknown"), refused.value.error.message
+
+
+async def test_a_token_bound_to_a_profile_sees_nothing_beyond_it_over_http(served_with_tokens: str) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+
+    url = served_with_tokens
+    base = url.removesuffix("/mcp")
+    with anyio.fail_after(60):
+        async with bearer(WALL_TOKEN) as http:
+            async with Client(streamable_http_client(url, http_client=http), mode="legacy") as wall:
+                instructions = wall.instructions or ""
+                found = await wall.call_tool("search_tools", {"query": "what time is it, convert a time zone"})
+            metrics = await http.get(f"{base}/metrics")
+            unknown = await http.post(f"{url}/no-such-profile", json=INITIALIZE, headers=MCP_HEADERS)
+        async with bearer(CI_TOKEN) as http:
+            operator_metrics = await http.get(f"{base}/metrics")
+    seen = instructions + json.dumps(found.structured_content)
+    # The profile shows the time server's get_current_time only: no word of the tool it hides.
+    assert "time (1 tool)" in instructions
+    assert [entry["id"] for entry in found.structured_content["tools"]] == ["time__get_current_time"]
+    assert "convert" not in seen.lower()
+    assert "library" not in seen and "weather" not in seen
+    # /metrics counts every server: an operator's token reads it, a profile's does not.
+    assert metrics.status_code == 403 and "bound to profile 'clock'" in metrics.text
+    assert operator_metrics.status_code == 200 and 'server="library"' in operator_metrics.text
+    # A wrong profile path names no profile.
+    assert unknown.status_code == 404
+    assert not any(name in unknown.text for name in ("desk", "reading", "clock"))

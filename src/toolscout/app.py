@@ -477,13 +477,13 @@ class App:
             async with anyio.create_task_group() as tg:
                 # The SDK reads stdin in a worker thread that nothing can interrupt, so serving cannot
                 # be cancelled: on a signal the upstreams are stopped here, then the process exits.
-                async def stop_and_exit(signum: int) -> None:
+                async def stop_and_exit() -> None:
                     await gateway.stop_upstreams()
                     assert shutdown is not None
-                    shutdown.now("upstreams stopped", 128 + signum)
+                    shutdown.now("upstreams stopped", shutdown.exit_code)
 
                 if shutdown is not None:
-                    shutdown.on_first_signal = lambda signum: tg.start_soon(stop_and_exit, signum)
+                    shutdown.on_stop = lambda: tg.start_soon(stop_and_exit)
                 async with stdio_server() as (read, write):
                     await self.server.run(read, write, self.server.create_initialization_options())
                 tg.cancel_scope.cancel()
@@ -492,7 +492,7 @@ class App:
 
             stop = anyio.Event()
             if shutdown is not None:
-                shutdown.on_first_signal = lambda signum: stop.set()
+                shutdown.on_stop = stop.set
             await serve_http(
                 self.server, host=serving.host, port=serving.port, auth_token=serving.auth_token,
                 clients=serving.clients, allowed_hosts=serving.allowed_hosts,

@@ -25,7 +25,7 @@ from toolscout.request_ids import RequestIdFilter
 __all__ = ["COMMAND_MODULES", "QUIET_COMMANDS", "build_parser", "configure_logging", "main"]
 
 # Order is the order `toolscout --help` lists them in.
-COMMAND_MODULES = ("serve", "ui", "search", "tools", "approve", "login", "eval", "tune", "examples", "expansions", "train_model", "train_reranker")
+COMMAND_MODULES = ("serve", "ui", "search", "tools", "approve", "restore_state", "login", "eval", "tune", "examples", "expansions", "train_model", "train_reranker")
 # Commands a person runs to read an answer: their log shows warnings only, unless -v.
 QUIET_COMMANDS = frozenset({"search", "tools"})
 
@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Libraries chatty at INFO whose detail helps only when debugging (-vv shows it).
-NOISY_LOGGERS = ("mcp", "httpx", "httpcore", "uvicorn.access", "sentence_transformers", "bm25s")
+NOISY_LOGGERS = ("mcp", "httpx", "httpx2", "httpcore", "httpcore2", "uvicorn.access", "sentence_transformers", "bm25s")
 
 
 class _QuietLibraries(logging.Filter):

@@ -419,22 +419,14 @@ class Gateway:
                 logger.exception("offerings listener failed")
 
     async def bring_up(self, server: str) -> bool:
-        """Try a down upstream now and wait until it is up and its tools are in the catalog.
+        """Whether a down upstream is up now, its tools in the catalog: a start of it under way is
+        waited for, a few seconds at most (`UpstreamPool.bring_up`); True at once when it already
+        was up. Also re-indexes when the upstream is up but the catalog has not caught up with it
+        yet (right after a reconnect)."""
+        from toolscout.upstream.pool import STARTING_WAIT
 
-        Bounded by the start timeout (and the call timeout: a call waits for it). True if it is up
-        (at once, when it already was); also re-indexes when the upstream is up but the catalog
-        has not caught up with it yet (right after a reconnect).
-        """
-        upstream = self._pool.upstreams.get(server)
-        if upstream is None:
-            return False
-        from toolscout.upstream.status import State
-
-        with anyio.move_on_after(min(self.options.start_timeout, self.options.call_timeout)):
-            while upstream.state is not State.UP and not upstream.finished.is_set():
-                upstream.want()
-                await upstream.changed()
-        if upstream.state is not State.UP:
+        wait = min(STARTING_WAIT, self.options.start_timeout, self.options.call_timeout)
+        if not await self._pool.bring_up(server, wait):
             return False
         listed = {t.id for t in self._pool.catalog().tools if t.server == server}
         if not listed <= {t.id for t in self.catalog.tools} | set(self.catalog.withheld):

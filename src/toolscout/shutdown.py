@@ -1,8 +1,17 @@
 """How `toolscout serve` stops: every way of being told to ends in one shutdown, within a bound.
 
-The ways: the host closes stdin (stdio), SIGTERM, SIGINT or SIGHUP (either transport), and the
-parent process dying (noticed by the parent pid changing; the gateway is then a child of init or
-of a subreaper). The first one starts the ordered shutdown: upstreams get MCP's (stdin closed, a
+The ways, by transport:
+
+    stop path                        stdio                         http
+    SIGTERM, SIGINT, SIGHUP          yes (exit 128 + signal)       yes (exit 0)
+    the host closes our stdin        yes (the MCP channel ends)    only when stdin is a pipe or socket
+                                                                   (a host started us); not /dev/null
+                                                                   or a terminal (nohup, systemd, a shell)
+    the parent process dies          yes (the host is gone)        no: a service outlives the shell
+                                                                   that started it
+
+The parent's death is noticed by the parent pid changing (the gateway is then a child of init or of
+a subreaper). The first way starts the ordered shutdown: upstreams get MCP's (stdin closed, a
 grace period, then their process group is ended), the status file is removed. Any later one, or
 the ordered shutdown still running after `SHUTDOWN_BOUND` seconds, ends it at once: every
 upstream process group gets SIGTERM, then SIGKILL after `KILL_GRACE`, the status file is removed
@@ -19,9 +28,12 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import stat
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import anyio
 
@@ -40,31 +52,38 @@ _SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP
 
 
 class Shutdown:
-    """The one shutdown of a serving gateway (see the module's description).
+    """The one shutdown of a gateway serving over `transport` (see the module's description).
 
     `end_upstreams_now(grace)` ends the upstreams without the event loop (set once the gateway is
-    open); `status_file` is removed on the way out. `on_first_signal` is set by the transport
-    while it serves: it starts the ordered shutdown (until then a signal ends everything at once).
+    open); `status_file` is removed on the way out. `on_stop` is set by the transport while it
+    serves: it starts the ordered stop (until then being told to stop ends everything at once).
+    `exit_code` is what the process exits with, once a way to stop has been taken.
     """
 
-    def __init__(self, status_file: Path) -> None:
+    def __init__(self, status_file: Path, transport: Literal["stdio", "http"] = "stdio") -> None:
         self.end_upstreams_now: Callable[[float], None] = lambda grace: None
         self._status_file = status_file
-        self.on_first_signal: Callable[[int], None] = self._at_once
+        self._transport = transport
+        self.on_stop: Callable[[], None] = self._at_once
+        self.exit_code = 0
         self._started = False
         self._timer: threading.Timer | None = None
         self._lock = threading.Lock()
         self._parent = os.getppid()
 
-    def begin(self, why: str) -> None:
-        """The ordered shutdown has started (stdin closed, a signal): bound it from here on."""
+    def begin(self, why: str, code: int = 0) -> None:
+        """The ordered shutdown has started (stdin closed, a signal): bound it from here on; the
+        process exits with `code`, whether the ordered shutdown ends it or the bound does."""
         with self._lock:
             if self._started:
                 return
             self._started = True
+            self.exit_code = code
             logger.info("%s; stopping upstreams", why)
             # A thread, not the event loop: it must fire even if the loop is stuck.
-            self._timer = threading.Timer(SHUTDOWN_BOUND, self.now, kwargs={"why": f"still stopping after {SHUTDOWN_BOUND:g} s"})
+            self._timer = threading.Timer(
+                SHUTDOWN_BOUND, self.now, kwargs={"why": f"still stopping after {SHUTDOWN_BOUND:g} s", "code": code}
+            )
             self._timer.daemon = True
             self._timer.start()
 
@@ -73,7 +92,7 @@ class Shutdown:
         if self._timer is not None:
             self._timer.cancel()
 
-    def now(self, why: str, code: int = 1) -> None:
+    def now(self, why: str, code: int) -> None:
         """End every upstream at once, remove the status file and exit (from any thread)."""
         logger.warning("%s; ending upstream processes now", why)
         try:
@@ -83,25 +102,56 @@ class Shutdown:
             logging.shutdown()
             os._exit(code)
 
-    def _at_once(self, signum: int) -> None:
-        self.now("not serving yet", 128 + signum)
+    def _at_once(self) -> None:
+        self.now("not serving yet", self.exit_code)
+
+    def _stop(self, why: str, code: int) -> None:
+        self.begin(why, code)
+        self.on_stop()
 
     async def follow_signals(self) -> None:
-        """Until cancelled: the first signal (or the parent's death) starts the ordered shutdown,
-        any signal after it ends everything at once."""
+        """Until cancelled: the first way to stop this transport has (a signal; over stdio the
+        parent's death; over HTTP a host's pipe on stdin closing) starts the ordered shutdown, any
+        signal after it ends everything at once."""
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._watch_parent)
+            if self._transport == "stdio":
+                tg.start_soon(self._watch_parent)
+            elif _stdin_is_from_a_host():
+                tg.start_soon(self._watch_stdin)
             with anyio.open_signal_receiver(*_SIGNALS) as signals:
                 async for signum in signals:
                     name = signal.Signals(signum).name
+                    code = 128 + signum if self._transport == "stdio" else 0
                     if self._started:
-                        self.now(f"received {name} while stopping", 128 + signum)
-                    self.begin(f"received {name}")
-                    self.on_first_signal(signum)
+                        self.now(f"received {name} while stopping", code)
+                    self._stop(f"received {name}", code)
 
     async def _watch_parent(self) -> None:
         while os.getppid() == self._parent:
             await anyio.sleep(_PARENT_POLL)
-        logger.info("the parent process (pid %d) has gone", self._parent)
-        if hasattr(signal, "SIGTERM"):
-            os.kill(os.getpid(), signal.SIGTERM)  # the same path as being told to stop
+        self._stop(f"the parent process (pid {self._parent}) has gone", 0)
+
+    async def _watch_stdin(self) -> None:
+        # Waited on by the event loop, not read in a thread: a thread blocked in read() would keep
+        # the process from exiting when serving ends another way.
+        fd = sys.stdin.fileno()
+        while True:
+            await anyio.wait_readable(fd)
+            try:
+                if not os.read(fd, 65536):  # what a host writes there is not ours to read: dropped
+                    break
+            except BlockingIOError:
+                continue
+            except OSError:
+                break
+        self._stop("the host closed stdin", 0)
+
+
+def _stdin_is_from_a_host() -> bool:
+    """Whether stdin is a pipe or socket, as a host that started us gives (its end closing means
+    it is gone); /dev/null, a terminal or no stdin at all (nohup, systemd, a shell) is not."""
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (AttributeError, OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)

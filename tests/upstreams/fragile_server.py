@@ -1,8 +1,10 @@
-"""A server that can be made to die in the middle of a call (run as a stdio subprocess by the tests)."""
+"""A server that can be made to die in the middle of a call (run as a stdio subprocess by the tests;
+`fragile_server.py --http PORT` serves streamable HTTP on 127.0.0.1:PORT instead)."""
 
 from __future__ import annotations
 
 import os
+import sys
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -32,6 +34,14 @@ async def work_with_progress(steps: int, step_seconds: float, ctx: Context) -> s
 
 
 @server.tool()
+async def crash_midway(ctx: Context) -> str:
+    """Report progress (an HTTP response is under way), then exit the server process."""
+    await ctx.report_progress(1, 2, "half way")
+    await anyio.sleep(0.2)
+    os._exit(1)
+
+
+@server.tool()
 async def wait_forever() -> str:
     """Never answer (until cancelled)."""
     await anyio.sleep_forever()
@@ -39,4 +49,7 @@ async def wait_forever() -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    if "--http" in sys.argv:
+        server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
+    else:
+        server.run()

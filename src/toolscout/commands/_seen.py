@@ -38,8 +38,11 @@ def add_refresh_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def cached(command: str, refresh: bool, options: AppConfig, specs: Sequence[ServerSpec]) -> SeenCatalog | None:
-    """The catalog last seen over the command's registries, saying on stderr how old it is."""
+def cached(
+    command: str, refresh: bool, options: AppConfig, specs: Sequence[ServerSpec], *, quiet: bool = False
+) -> SeenCatalog | None:
+    """The catalog last seen over the command's registries, saying on stderr how old it is
+    (unless `quiet`: -q asks for errors only)."""
     from toolscout.app import state_location
 
     if refresh:
@@ -48,10 +51,11 @@ def cached(command: str, refresh: bool, options: AppConfig, specs: Sequence[Serv
     if seen is not None and not seen.catalog.tools:
         # Every upstream was down when last seen (e.g. before uv was installed): an answer from
         # that would be empty, so look again.
-        print(f"toolscout {command}: the catalog last seen had no tools; connecting to the upstreams",
-              file=sys.stderr)
+        if not quiet:
+                print(f"toolscout {command}: the catalog last seen had no tools; connecting to the upstreams",
+                  file=sys.stderr)
         return None
-    if seen is not None:
+    if seen is not None and not quiet:
         print(
             f"toolscout {command}: from the catalog seen {describe_age(seen.age())} ago "
             "(--refresh connects to the upstreams)",

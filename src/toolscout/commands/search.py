@@ -85,7 +85,7 @@ async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hoo
     unknown = sorted(set(args.servers or ()) - known)
     if unknown:
         return fail("search", f"unknown server(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    seen = cached("search", args.refresh, options, specs)
+    seen = cached("search", args.refresh, options, specs, quiet=bool(args.quiet))
     if seen is not None:
         statuses = screened_statuses(seen.statuses, hooks.summary_screen)  # as a gateway shows them
         indexer = catalog_indexer(options, hooks)

@@ -74,7 +74,8 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-sessions-per-client", type=int, default=DEFAULT_SESSIONS_PER_CLIENT, metavar="N",
-        help=f"HTTP: refuse a client's new sessions (429) while it holds N open ones (default {DEFAULT_SESSIONS_PER_CLIENT})",
+        help=f"HTTP: a client holds at most N open sessions; a new one closes its longest idle one (429 when all are busy) "
+             f"(default {DEFAULT_SESSIONS_PER_CLIENT})",
     )
     parser.add_argument(
         "--session-idle-timeout", type=float, default=DEFAULT_SESSION_IDLE_TIMEOUT, metavar="SECONDS",
@@ -149,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         from toolscout.shutdown import Shutdown
         from toolscout.upstream.published import status_file
 
-        shutdown = Shutdown(status_file())
+        shutdown = Shutdown(status_file(), serving.transport)
         unusable: ConfigError | None = None
         async with anyio.create_task_group() as signals:
             # Followed until the process ends, the gateway's own shutdown included (toolscout.shutdown).

@@ -96,7 +96,11 @@ def run(args: argparse.Namespace) -> int:
         if not args.running:
             detail = row["reason"] if row["state"] != "up" else row["summary"]
             served = row["tool_count"] - row["withheld_count"]
-            print(f"{row['name']:<{width}}  {row['state']:<8}  {served:>6}  {row['withheld_count']:>8}  {detail}")
+            # A reason may span lines (an upstream's last stderr lines): the rest go under DETAIL.
+            first, *more = (detail or "").splitlines() or [""]
+            print(f"{row['name']:<{width}}  {row['state']:<8}  {served:>6}  {row['withheld_count']:>8}  {first}")
+            for line in more:
+                print(f"{'':<{width}}  {'':<8}  {'':>6}  {'':>8}  {line}")
         for seen in row["serving"]:
             print(f"{row['name'] if args.running else '':<{width}}  {_served_line(seen)}")
         for tool_id in row.get("tools", []):
@@ -163,7 +167,7 @@ def _print_flagged(rows: list[dict], as_json: bool) -> int:
 async def _collect(args: argparse.Namespace, options: AppConfig, specs: list, hooks: GatewayHooks) -> list[dict]:
     from toolscout.app import catalog_indexer, open_gateway, remember
 
-    seen = cached("tools", args.refresh, options, specs)
+    seen = cached("tools", args.refresh, options, specs, quiet=bool(args.quiet))
     if seen is not None:
         indexer = catalog_indexer(options, hooks)
         await indexer.update(seen.catalog)  # screens them (what is withheld is counted); no upstream starts
@@ -186,7 +190,8 @@ def _rows(args: argparse.Namespace, statuses: Sequence[UpstreamStatus], catalog:
         row = {
             "name": status.name,
             "transport": status.transport,
-            "state": status.state.value,
+            # An entry never started on purpose (it would start toolscout itself) is not down.
+            "state": "skipped" if status.skipped else status.state.value,
             # Listed by the server; of those, `withheld_count` are held back from agents.
             "tool_count": status.tool_count,
             "withheld_count": len(withheld) if status.state.value == "up" else 0,

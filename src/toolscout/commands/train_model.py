@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 
 from toolscout.commands._gateway import fail
 from toolscout.commands._training import add_run_options, chosen_sources
@@ -39,6 +40,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"peak learning rate (default {shipped.learning_rate:g})")
     parser.add_argument("--per-tool", type=int, default=shipped.per_tool,
                         help=f"at most this many requests per tool (default {shipped.per_tool})")
+    parser.add_argument("--developer-per-tool", type=int, default=shipped.developer_per_tool,
+                        help=f"at most this many requests per developer command (default {shipped.developer_per_tool})")
+    parser.add_argument("--warmup-ratio", type=float, default=shipped.warmup_ratio,
+                        help=f"fraction of the steps the learning rate warms up over (default {shipped.warmup_ratio:g})")
+    parser.add_argument("--start-from", metavar="MODEL.onnx",
+                        help="go on training from a shipped int8 ONNX model's weights (e.g. "
+                        "src/toolscout/index/model/model.onnx) instead of the base model's")
     parser.set_defaults(handler=run)
 
 
@@ -55,7 +63,10 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         learning_rate=args.learning_rate,
         per_tool=args.per_tool,
+        developer_per_tool=args.developer_per_tool,
+        warmup_ratio=args.warmup_ratio,
         seed=args.seed,
+        start_from_onnx=str(Path(args.start_from).resolve()) if args.start_from else None,
     )
     try:
         model_dir = train(plan, args.out, device=args.device)

@@ -48,11 +48,12 @@ def query_keys(path: Path) -> dict[str, dict]:
 
 
 def dev_sets(bench: Path, bundled: Path = BUNDLED_DIR, toollens_limit: int | None = 2000) -> list[DevSet]:
-    """everyday, bundled (English, translated), etom_mcp, toolbench_stb, toollens_train (a fixed,
-    evenly spread sample of `toollens_limit` queries; None for all)."""
+    """everyday, devtools, bundled (English, translated), etom_mcp, toolbench_stb, toollens_train (a
+    fixed, evenly spread sample of `toollens_limit` queries; None for all)."""
     out = []
-    everyday = load_dataset(bench / "everyday")
-    out.append(DevSet("everyday", everyday, query_keys(bench / "everyday" / "queries.jsonl")))
+    for name in ("everyday", "devtools"):
+        if (bench / name / "queries.jsonl").is_file():
+            out.append(DevSet(name, load_dataset(bench / name), query_keys(bench / name / "queries.jsonl")))
     tools = load_bundled_tools(bundled / "tools.jsonl")
     for name, file in (("bundled", "queries.jsonl"), ("bundled_translated", "queries_translated.jsonl")):
         queries = load_queries(bundled / file)

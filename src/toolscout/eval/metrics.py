@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 
 from toolscout.eval.datasets import Query
 
-__all__ = ["complete", "full_recall", "mrr", "multi_recall", "ndcg", "recall"]
+__all__ = ["complete", "full_recall", "mrr", "multi_recall", "ndcg", "paired_noise", "recall"]
 
 
 def recall(retrieved: Sequence[str], query: Query, k: int) -> float:
@@ -64,3 +64,13 @@ def multi_recall(scored: Iterable[tuple[Query, float]]) -> float | None:
 def _covered_steps(top: Sequence[str], query: Query) -> set[int]:
     found = set(top)
     return {index for index, group in enumerate(query.relevant_groups) if found.intersection(group)}
+
+
+def paired_noise(a: Sequence[bool], b: Sequence[bool]) -> float:
+    """Run-to-run noise of the difference between two systems' hit rates on the same requests:
+    twice its standard error, counting only the requests where exactly one of the two is right
+    (sqrt(discordant) / n, McNemar's view). A difference inside it is not evidence."""
+    if len(a) != len(b):
+        raise ValueError("paired_noise needs the same requests on both sides")
+    discordant = sum(x != y for x, y in zip(a, b))
+    return 2.0 * discordant**0.5 / max(len(a), 1)

@@ -54,13 +54,14 @@ _SIGNAL_WEIGHTS = {
 MAX_SCANNED_CHARS = 20_000
 _TAIL_CHARS = 4_000
 MAX_TEXTS = 2_000  # pieces of text per tool (description, titles, every schema string)
-# Schema keys whose strings are structure, not prose. Every other string in a schema is read,
-# including vendor keys such as "x-instructions" that some clients pass to the model verbatim.
+# Every string of a schema is read, whatever its key: descriptions and titles, and also defaults,
+# enums, examples and constants (which clients show the model as they are), formats and patterns,
+# vendor keys such as "x-instructions" that some clients pass on verbatim, and nested schemas under
+# properties, items, anyOf/oneOf/allOf, $defs and additionalProperties. Under these keys the keys
+# of a mapping are names (read as names); under _DATA_KEYS a value is data, not a schema, so its
+# mapping keys are read as text too ("default": {"Ignore all previous instructions": 1}).
 _NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
-_STRUCTURAL_KEYS = frozenset(
-    {"type", "format", "$ref", "$schema", "$id", "$anchor", "pattern", "required", "contentEncoding",
-     "contentMediaType", "additionalProperties"}
-)
+_DATA_KEYS = frozenset({"default", "examples", "example", "const", "enum"})
 _MAX_DEPTH = 32
 _CACHE: dict[str, Assessment] = {}
 _CACHE_SIZE = 50_000
@@ -93,7 +94,7 @@ class Assessment:
 
 
 def _schema_texts(node: Any, path: str, depth: int = 0, named: bool = False) -> Iterator[tuple[str, str]]:
-    """Every prose string in a schema; `named`: the keys of `node` are property names, not keywords."""
+    """Every string in a schema; `named`: the keys of `node` are property names, not keywords."""
     if depth > _MAX_DEPTH:
         return
     if isinstance(node, Mapping):
@@ -104,11 +105,30 @@ def _schema_texts(node: Any, path: str, depth: int = 0, named: bool = False) -> 
                 if isinstance(name, str):
                     yield f"{path}.properties.{name} (name)", _CAMEL.sub(" ", name).replace("_", " ")
         for key, value in node.items():
-            if named or key not in _STRUCTURAL_KEYS:
+            if not named and key in _DATA_KEYS:
+                yield from _data_texts(value, f"{path}.{key}", depth + 1)
+            else:
                 yield from _schema_texts(value, f"{path}.{key}", depth + 1, key in _NAME_MAPS and not named)
     elif isinstance(node, list):
         for index, item in enumerate(node):
             yield from _schema_texts(item, f"{path}[{index}]", depth + 1)
+    elif isinstance(node, str) and node.strip():
+        yield path, node
+
+
+def _data_texts(node: Any, path: str, depth: int) -> Iterator[tuple[str, str]]:
+    """Every string in a value a schema carries (a default, an example): mapping keys included."""
+    if depth > _MAX_DEPTH:
+        return
+    if isinstance(node, Mapping):
+        # Entries by position: a key may be the payload, and `where` reaches the agent in reasons.
+        for index, (key, value) in enumerate(node.items()):
+            if isinstance(key, str) and key.strip():
+                yield f"{path}[{index}] (key)", key
+            yield from _data_texts(value, f"{path}[{index}]", depth + 1)
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _data_texts(item, f"{path}[{index}]", depth + 1)
     elif isinstance(node, str) and node.strip():
         yield path, node
 

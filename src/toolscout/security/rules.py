@@ -143,10 +143,10 @@ _USER_WORD = (
 )
 _DO_NOT_TELL = (
     r"(?:\bne (?:le |la |les |lui |leur |l')?(?:mentionnez|dites|signalez|r[ée]v[ée]lez|montrez|informez|parlez)\w*"
-    r" (?:pas|jamais)\b|\bno (?:le |les |lo |la )?(?:digas|diga|menciones|mencione|cuentes|cuente|informes|reveles"
+    r" (?:pas|jamais)\b|\bno (?:(?:se|le|les|lo|la|los|las) ){0,2}(?:digas|diga|menciones|mencione|cuentes|cuente|informes|reveles"
     r"|muestres)\b|\bn[ãa]o (?:conte|diga|mencione|informe|revele|mostre)\w*\b|\bnon (?:dire|dirlo|menzionare"
     r"|rivelare|raccontare|informare|mostrare)\b|\b(?:erw[äa]hne|sag|sage|verrate|teile|informiere)\b[^\n]{0,60}"
-    r"\bnicht\b|\bnicht (?:erw[äa]hnen|sagen|verraten|mitteilen)\b|не (?:сообщай|говори|рассказывай|упоминай"
+    r"\bnichts?\b|\bnicht (?:erw[äa]hnen|sagen|verraten|mitteilen)\b|не (?:сообщай|говори|рассказывай|упоминай"
     r"|показывай)|不要(?:告诉|告知|提及|透露|让)|别告诉|(?:伝え|言わ|知らせ|教え|見せ)ないで"
     r"|\bn'a pas besoin de (?:savoir|le savoir)\b|\brestez discret|\bmant[ée]n (?:esto|lo|la) en secreto\b"
     r"|\bnichts erfahren\b|\bunter uns\b|\bnon far sapere\b|\bsegreto\b|\bem segredo\b|保密|秘密に)"
@@ -158,7 +158,9 @@ _DO_NOT_TELL = (
 _MOVE_ABROAD = (
     r"(?:\b(?:incluez|inclure|mettez|passez|envoyez|copiez|joignez|[üu]bergib|[üu]bergeben|f[üu]ge|sende|schicke"
     r"|kopiere|copia|copie|incluye|incluya|env[ií]a|envie|envia|inclua|coloque|invia|includi|inserisci|passa|metti"
-    r"|inclúyela|inclúyelo|inclúyelas|inclúyelos|gib|mitgeben|copiez|mettre|ajoutez"
+    r"|inclúyela|inclúyelo|inclúyelas|inclúyelos|gib|mitgeben|copiez|mettre|ajoutez|pon|ponlo|ponla|mete|añade|agrega"
+    r"|pega|adjunta|escribe|ajoute|colle|insérez|insère|écris|aggiungi|incolla|scrivi|ponha|coloca|adicione|cole"
+    r"|escreva|setze|trage|schreibe|hänge"
     r"|отправь|передай|вставь|включи|скопируй)\b|放进|放入|放到|填入|复制到|入れて|貼り付け)"
 )
 _SECRET_ABROAD = (
@@ -167,9 +169,42 @@ _SECRET_ABROAD = (
     r"|identifiants|clave privada|variables d'environnement)\b|парол\w*|ключ\w*|密码|私钥|密钥|令牌|\.env|パスワード"
     r"|秘密鍵|認証情報)"
 )
+# A field or an argument to put something in, in the other languages the scan reads.
+_SLOT_ABROAD = (
+    r"(?:\b(?:feld\w*|parameter\w*|argument\w*|campo|campos|par[áa]metro\w*|argumento\w*|champ\w*"
+    r"|param[èe]tre\w*|parametr[oi]|argoment\w*)\b|параметр\w*|аргумент\w*|поле|参数|字段|引数|フィールド|パラメータ)"
+)
 _ACQUIRE = (
     r"\b(?:read|open|cat|collect|gather|harvest|look up|lookup|grab|extract|dump|search for"
     r"|scan for|retrieve|access|fetch|find)\b"
+)
+
+# Instructions being overridden, in the other languages the scan reads (German, Spanish, French,
+# Italian, Portuguese): the verbs of setting aside, what previous or all instructions are called,
+# and the words for them. Adjectives follow the noun in Romance languages, so either order counts.
+_OVERRIDE_ABROAD = (
+    r"(?:\b(?:ignorier\w*|vergiss|vergessen sie|missacht\w*|verwirf|verwerfen sie|[üu]bergeh\w*"
+    r"|ignora|ignore|ignorad|ignoren|ignorez|ignorer|olvida\w*|olvide|olvidad|descarta\w*|descarte|omite|omita"
+    r"|desobedece|oublie\w*|oubliez|[ée]carte[sz]?|dimentica\w*|trascura|esque[çc]a|esquece|desconsidere"
+    r"|desconsidera)\b|\bhaz caso omiso\b|\bhaga caso omiso\b|\bno (?:hagas|haga|hag[áa]is) caso\b|\bpasa por alto\b"
+    r"|\bpase por alto\b|\bne tenez (?:pas|plus) compte\b|\bfaites abstraction\b|\bpassez outre\b"
+    r"|\bnon tenere (?:pi[uù] )?conto\b|\bn[ãa]o (?:siga|obede[çc]a)\b)"
+)
+_EARLIER_ABROAD = (
+    r"(?:\b(?:vorherig\w*|bisherig\w*|fr[üu]her\w*|alle|allen|s[äa]mtlich\w*|obig\w*|vorangegangen\w*|urspr[üu]nglich\w*"
+    r"|vorigen|anteriores|anterior|previas|previos|previa|todas|todos|originales|précédent\w*|antérieur\w*|toutes"
+    r"|tous|precedenti|tutte|tutti|todas)\b|\b(?:des systems|del sistema|du système|do sistema|de arriba))"
+)
+_ORDERS_ABROAD = (
+    r"\b(?:anweisung\w*|instruktion\w*|regeln|richtlinien|vorgaben|befehle|anordnungen|prompts?|systemprompts?"
+    r"|instrucciones|indicaciones|reglas|directrices|[óo]rdenes|normas|pautas|consignes|r[èe]gles|directives"
+    r"|istruzioni|regole|direttive|instru[çc][õo]es|regras|diretrizes|orienta[çc][õo]es|instructions)\b"
+)
+_VOID_ABROAD = (
+    r"\b(?:ung[üu]ltig|nichtig|aufgehoben|veraltet|hinf[äa]llig|nicht mehr g[üu]ltig|no (?:son |es )?v[áa]lid[oa]s"
+    r"|ya no (?:son|est[áa]n) (?:v[áa]lid[oa]s|vigentes)|inv[áa]lid[oa]s|anulad[oa]s|obsolet[oa]s|annul[ée]es"
+    r"|caduques|obsol[èe]tes|ne (?:sont|s'appliquent) plus|non (?:sono |valgono )?pi[uù]|annullate"
+    r"|n[ãa]o (?:s[ãa]o mais|valem mais)|canceladas)\b"
 )
 
 PHRASE_RULES: tuple[PhraseRule, ...] = (
@@ -187,6 +222,22 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"\bignor(?:ez|e|a|iere|ar)\b[^\n]{0,40}\b(?:instructions|instrucciones|anweisungen"
           r"|istruzioni|instruções|instrucoes)|(?:про)?игнорируй\w*[^\n]{0,30}инструкци|忽略(?:之前|以上|所有|先前)"
           r"|无视(?:之前|以上|所有)|指示を無視"),
+    _rule("ignore-instructions", 1.0, "tells the model to ignore its instructions (non-English)",
+          _OVERRIDE_ABROAD + r"[^\n]{0,40}?(?:" + _EARLIER_ABROAD + r"[^\n]{0,30}?" + _ORDERS_ABROAD + "|"
+          + _ORDERS_ABROAD + r"[^\n]{0,25}?" + _EARLIER_ABROAD + ")"
+          r"|\b(?:setze|setzen sie) dich\b[^\n]{0,20}\b[üu]ber\b[^\n]{0,40}" + _ORDERS_ABROAD + r"[^\n]{0,20}\bhinweg\b"
+          r"|\b(?:beachte|befolge|befolgen sie|beachten sie)\b[^\n]{0,40}" + _ORDERS_ABROAD + r"[^\n]{0,20}\bnicht\b"
+          r"|\b(?:die|las|los|les|le|as|os)\b[^\n]{0,15}?(?:" + _EARLIER_ABROAD + r"[^\n]{0,20}?" + _ORDERS_ABROAD + "|"
+          + _ORDERS_ABROAD + r"[^\n]{0,20}?" + _EARLIER_ABROAD + r")[^\n]{0,25}?" + _VOID_ABROAD),
+    _rule("persona-switch", 0.8, "tries to switch the model into another role or mode (non-English)",
+          r"\b(?:du bist (?:jetzt|nun|ab sofort)|(?:ab jetzt|von nun an|ab sofort) bist du|(?:desde|a partir de) ahora"
+          r" eres|ahora eres|tu es (?:maintenant|désormais)|désormais,? tu es|(?:da )?ora sei|agora (?:você é|és))\b"
+          r"|\b(?:ohne|sin|sans|senza|sem) (?:jegliche |ninguna |aucune |alcuna |nenhuma )?(?:einschr[äa]nkungen"
+          r"|restricciones|restrictions|restrizioni|restri[çc][õo]es|filter|filtros|filtres|filtri)\b"),
+    _rule("priority-override", 0.8, "puts itself above the user's requests (non-English)",
+          r"\b(?:befolge|befolgen sie|gehorche|folge)\w* (?:nur|ausschlie[ßs]lich) (?:noch )?(?:diese|dieser|meine)"
+          r"|\b(?:obedece|obedezca|sigue|siga|obedeced) (?:solo|solamente|[úu]nicamente) (?:estas|esta|mis)"
+          r"|\bn'ob[ée]is? qu'[àa]|\b(?:obbedisci|segui) solo (?:a )?(?:queste|le mie)|\bobede[çc]a apenas"),
     _rule("persona-switch", 0.8, "tries to switch the model into another role or mode",
           r"\byou are now\b|\bfrom (?:now|this point) on\b[^\n]{0,40}\b(?:you|assistant|model)\b"
           r"|\b(?:assistant|ai|model|bot|gpt) (?:with|without) (?:no )?(?:restrictions|limits|rules|filters)\b"
@@ -301,8 +352,13 @@ PHRASE_RULES: tuple[PhraseRule, ...] = (
           r"\b(?:always|every|each|all|also|as well|must|make sure)\b", _SEND, _DEST),
     _rule("markdown-image-exfil", 1.0, "image link that carries data out in its URL",
           r"!\[[^\]]*\]\(\s*https?://[^)\s]*(?:\{|\$|%s|<)|<img[^>]+src=[\"']?https?://[^\"'\s>]*(?:\{|\$|%s|<)"),
+    # The verb before the secret ("envía las credenciales a ..."), or after it and into a field: in
+    # Romance languages the order form is also the third person, and "restablece la contraseña y
+    # le envía un enlace" describes a tool, not an order.
     _rule("harvest-context", 1.0, "moves secrets or credential files into an argument or out (non-English)",
-          _CREDENTIAL_FILE + "|" + _SECRET_ABROAD, _MOVE_ABROAD),
+          _MOVE_ABROAD + r"[^\n]{0,60}?(?:" + _CREDENTIAL_FILE + "|" + _SECRET_ABROAD + ")"
+          r"|(?:" + _CREDENTIAL_FILE + "|" + _SECRET_ABROAD + r")[^\n]{0,80}?" + _MOVE_ABROAD + r"[^\n]{0,60}?"
+          + _SLOT_ABROAD),
     # Orders to call other tools: the gateway's execute_tool, or another server's tool by its id.
     _rule("call-other-tool", 1.0, "tells the model to call the gateway's or another server's tool",
           _CALL, _OTHER_TOOL),

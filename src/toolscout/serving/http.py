@@ -10,8 +10,9 @@
   the answer is 401.
 - One client starving the others: each session belongs to the client that opened it (another
   client's requests on it are answered as if it did not exist), a client holds at most
-  `SessionLimits.per_client` sessions (more are refused with 429, to that client only), and a
-  session idle for `SessionLimits.idle_timeout` is closed. Session ids are never logged.
+  `SessionLimits.per_client` sessions (a new one closes its longest idle one; with none idle it is
+  refused with 429, to that client only), and a session idle for `SessionLimits.idle_timeout` is
+  closed. Session ids are never logged.
 
 Beside /mcp it answers /healthz, /readyz and /metrics (`toolscout.serving.operations`), the
 operator's dashboard under /ui (`toolscout.dashboard`: its own sign-in, for operator tokens only),
@@ -27,6 +28,7 @@ import contextlib
 import ipaddress
 import json
 import logging
+import math
 import re
 import socket
 from collections.abc import Iterator, Sequence
@@ -161,41 +163,86 @@ class BearerAuth:
 
 
 class SessionCap:
-    """ASGI middleware: a client holding `limit` open sessions is refused another (429), while
-    every other client still opens theirs. Without tokens every request is one anonymous client."""
+    """ASGI middleware: a client holding `limit` open sessions that opens another has its least
+    recently used idle session closed to make room (as the idle timeout would close it); only when
+    every one of its sessions has a request in flight (an open GET stream included) is the new one
+    refused (429). Either way every other client still opens theirs.
+
+    Why closing rather than refusing: refusing lets a client lock itself out with sessions it
+    forgot, and without tokens (every caller is one anonymous client) lets one local process lock
+    everyone out with idle sessions. Closing the oldest idle one costs its owner only a new
+    session (its next request gets 404 Session not found, which MCP clients answer by opening one),
+    and nobody can hold sessions off without keeping `limit` requests in flight at once.
+
+    Requests that open no session (protocol 2026-07-28 and later, answered without one) never
+    count against the cap and are never refused by it."""
 
     def __init__(self, app: ASGIApp, manager: Any, limit: int) -> None:
         self.app = app
         self._manager = manager
         self._limit = limit
 
-    def open_sessions(self, client: str | None) -> int:
+    def _sessions_of(self, client: str | None) -> list[Any]:
         # The SDK keeps no count per owner; its two maps (session -> transport, session -> owner)
-        # are read, never written. Sessions of protocol 2026-07-28 clients do not exist: none count.
+        # are read, never written.
         owners = self._manager._session_owners
-        return sum(
-            1 for session in list(self._manager._server_instances)
+        return [
+            transport for session, transport in list(self._manager._server_instances.items())
             if (owners.get(session) or {}).get("client_id") == client
-        )
+        ]
+
+    def open_sessions(self, client: str | None) -> int:
+        return len(self._sessions_of(client))
+
+    def _close_oldest_idle(self, sessions: list[Any]) -> bool:
+        """Close the least recently used of `sessions` that has no request in flight; False if none."""
+        idle = [
+            scope for transport in sessions
+            if (scope := transport.idle_scope) is not None and not scope.cancel_called
+            # The SDK sets the deadline when a session's last request ends (inf while one is served):
+            # the earliest deadline is the session idle the longest.
+            and transport._requests_in_flight == 0 and math.isfinite(scope.deadline)
+        ]
+        if not idle:
+            return False
+        min(idle, key=lambda scope: scope.deadline).cancel()  # ends the session as its idle timeout would
+        return True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        opening = scope["type"] == "http" and scope.get("method") == "POST" and not any(
-            name == b"mcp-session-id" for name, _ in scope.get("headers", ())
-        )
-        if opening:
+        if _opens_a_session(scope):
             client = client_name(scope)
-            if self.open_sessions(client) >= self._limit:
-                who = f"client '{client}'" if client else "this client"
-                logger.warning("refusing a new session: %s already holds %d (the per-client limit)", who, self._limit)
+            sessions = [t for t in self._sessions_of(client) if t.idle_scope is None or not t.idle_scope.cancel_called]
+            who = f"client '{client}'" if client else "this client"
+            if len(sessions) >= self._limit and self._close_oldest_idle(sessions):
+                logger.info("closed the longest idle session of %s to open a new one (the per-client limit is %d)",
+                            who, self._limit)
+            elif len(sessions) >= self._limit:
+                logger.warning("refusing a new session: %s has %d sessions, all busy (the per-client limit)",
+                               who, self._limit)
                 await _refuse(
                     send, 429,
-                    f"{who} already holds {self._limit} open sessions, the most one client may "
-                    "(--max-sessions-per-client); end sessions you no longer use (HTTP DELETE) or wait "
-                    "for idle ones to close",
-                    [(b"retry-after", b"60")],
+                    f"{who} already holds {self._limit} open sessions, each with a request in flight, the most "
+                    "one client may (--max-sessions-per-client); end sessions you no longer use (HTTP DELETE) "
+                    "or wait for a request to finish",
+                    [(b"retry-after", b"5")],
                 )
                 return
         await self.app(scope, receive, send)
+
+
+def _opens_a_session(scope: Scope) -> bool:
+    """Whether the SDK would open a session for this request: a POST without a session id, of a
+    protocol that has sessions (the initialize handshake's; a later one's requests open none)."""
+    from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    if scope["type"] != "http" or scope.get("method") != "POST":
+        return False
+    headers = dict(scope.get("headers", ()))
+    if b"mcp-session-id" in headers:
+        return False
+    version = headers.get(MCP_PROTOCOL_VERSION_HEADER.lower().encode("ascii"))
+    return version is None or version.decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS
 
 
 # Session ids are bearer capabilities for the session: kept out of the log, whoever logs them.
@@ -241,7 +288,7 @@ def http_app(
     from asgi_correlation_id import CorrelationIdMiddleware
 
     from toolscout.request_ids import HEADER, usable_request_id
-    from toolscout.serving.operations import OPEN_PATHS, operation_routes
+    from toolscout.serving.operations import METRICS_PATH, OPEN_PATHS, operation_routes
 
     if auth_token is not None and clients is not None:
         raise ConfigError("give either an auth token or a token file, not both")
@@ -258,7 +305,9 @@ def http_app(
     )
     app = SessionCap(app, server.session_manager, sessions.per_client)
     if profiles is not None:
-        app = profile_paths(app, profiles)  # inside the token check: a token may choose the profile
+        # Inside the token check: a token may choose the profile, and one bound to a profile sees no
+        # more than it (no /metrics of every server).
+        app = profile_paths(app, profiles, operator_paths={METRICS_PATH})
     if clients is not None:
         app = BearerAuth(app, clients, open_paths=OPEN_PATHS)
     if dashboard is not None:

@@ -25,6 +25,7 @@ from toolscout.catalog import Catalog, ToolRecord
 from toolscout.errors import UnknownToolError
 from toolscout.profiles import PROFILE_NAME, Profile, Profiles
 from toolscout.serving.clients import client_name
+from toolscout.upstream.status import summarize
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -63,7 +64,9 @@ class ScopedGateway:
         return self._scoped(self.gateway.listed())
 
     def statuses(self, *, screened: bool = True) -> list[UpstreamStatus]:
-        return [s for s in self.gateway.statuses(screened=screened) if self.profile.allows_server(s.name)]
+        return [
+            self._seen(s) for s in self.gateway.statuses(screened=screened) if self.profile.allows_server(s.name)
+        ]
 
     def server_names(self) -> list[str]:
         return [name for name in self.gateway.server_names() if self.profile.allows_server(name)]
@@ -73,7 +76,18 @@ class ScopedGateway:
         return server if server is not None and self.profile.allows_server(server) else None
 
     def status_of(self, server: str) -> UpstreamStatus | None:
-        return self.gateway.status_of(server) if self.profile.allows_server(server) else None
+        status = self.gateway.status_of(server) if self.profile.allows_server(server) else None
+        return self._seen(status) if status is not None else None
+
+    def _seen(self, status: UpstreamStatus) -> UpstreamStatus:
+        """`status` as this profile may see it: when the profile hides some of the server's tools,
+        its tool count and its summary are of the tools it shows (a summary in the server's own
+        words, or built from all its tools, could name or describe a hidden one)."""
+        tools = [tool for tool in self.gateway.catalog.tools if tool.server == status.name]
+        shown = [tool for tool in tools if self._allows(tool)]
+        if len(shown) == len(tools):
+            return status
+        return dataclasses.replace(status, tool_count=len(shown), summary=summarize(None, None, shown))
 
     async def bring_up(self, server: str) -> bool:
         return self.profile.allows_server(server) and await self.gateway.bring_up(server)
@@ -163,13 +177,17 @@ class ProfileChooser:
         return chosen if isinstance(chosen, Profile) else self.default
 
 
-def profile_paths(app: ASGIApp, chooser: ProfileChooser, base: str = "/mcp") -> ASGIApp:
+def profile_paths(
+    app: ASGIApp, chooser: ProfileChooser, base: str = "/mcp", operator_paths: Collection[str] = ()
+) -> ASGIApp:
     """ASGI middleware: `/mcp/<profile>` is served as `/mcp` with that profile.
 
     A token bound to a profile (`chooser.client_profiles`) decides by itself: its client may use
     `/mcp` or its own profile's path, and gets 403 on another. A session keeps the profile it was
     opened with: the same session id on another profile's path is refused (404, as an unknown
     session), so a client cannot step out of its profile by changing the URL mid-session.
+    `operator_paths` (/metrics: every server's counts) are refused (403) to a token bound to a
+    profile. An unknown profile's 404 names no profile.
     """
     sessions: OrderedDict[str, str] = OrderedDict()
 
@@ -182,13 +200,19 @@ def profile_paths(app: ASGIApp, chooser: ProfileChooser, base: str = "/mcp") -> 
         if path.startswith(base + "/"):
             named = path[len(base) + 1:].strip("/")
             if not PROFILE_NAME.fullmatch(named) or named not in chooser.profiles.by_name:
-                await _refuse(send, 404, f"no profile '{named[:64]}' here; profiles: {', '.join(sorted(chooser.profiles.by_name))}")
+                # Which profiles exist is the operator's to know, not every token holder's.
+                await _refuse(send, 404, f"no profile '{named[:64]}' here; the profiles are named in the "
+                                         "registry's \"profiles\" (ask whoever runs this gateway)")
                 return
-        elif path != base:
-            await app(scope, receive, send)
-            return
         client = client_name(scope)
         bound = chooser.client_profiles.get(client) if client is not None else None
+        if path != base and named is None:
+            if bound is not None and path in operator_paths:
+                await _refuse(send, 403, f"this client's token is bound to profile '{bound.name}'; {path} covers every "
+                                         "server and needs a token that is not bound to a profile")
+                return
+            await app(scope, receive, send)
+            return
         if bound is not None and named is not None and named != bound.name:
             await _refuse(send, 403, f"this client's token is bound to profile '{bound.name}'")
             return

@@ -17,6 +17,7 @@ from contextlib import nullcontext
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -44,11 +45,14 @@ from toolscout.serving.scoped import ProfileChooser, ScopedGateway
 from toolscout.tasks import refused_task
 from toolscout.serving.validation import (
     check_argument_size,
+    closest_parameter,
     parse_arguments,
     resolve_tool,
     validate_arguments,
 )
 from toolscout.upstream.connection import ProgressFn
+from toolscout.upstream.failures import unavailable
+from toolscout.upstream.oversized import OVERSIZED_NOTE
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -144,6 +148,8 @@ _META_TOOLS: tuple[types.Tool, ...] = (
         ),
     ),
 )
+# What search_tools takes (anything else is refused, not ignored).
+_SEARCH_ARGUMENTS: tuple[str, ...] = tuple(_META_TOOLS[0].input_schema["properties"])
 
 
 class _GatewayServer(Server[Any]):
@@ -303,6 +309,17 @@ class MetaTools:
     def _search_arguments(
         self, arguments: dict[str, Any], gateway: Gateway | ScopedGateway
     ) -> tuple[str, int, list[str] | None, int | None]:
+        unknown_keys = [key for key in arguments if key not in _SEARCH_ARGUMENTS]
+        if unknown_keys:
+            # Silently ignored, a misspelled `limit` would give the default number of tools unasked.
+            key = unknown_keys[0]
+            hint = closest_parameter(key, _SEARCH_ARGUMENTS)
+            raise ToolCallError(
+                f"search_tools has no argument {_shown(key)}{f' (did you mean {hint!r}?)' if hint else ''}. "
+                f"Its arguments: 'query' (required: the task in plain words), 'limit' (how many tools, 1 to "
+                f"{MAX_LIMIT}, default {DEFAULT_LIMIT}), 'servers' (only these servers' tools) and 'max_tokens' "
+                "(a token budget for the answer)."
+            )
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             raise ToolCallError(
@@ -364,6 +381,11 @@ class MetaTools:
         try:
             tool = self._resolve(name, gateway)
         except UnknownToolError:
+            if name in (SEARCH_TOOL, EXECUTE_TOOL):
+                raise ToolCallError(
+                    f"'{name}' is one of this server's own two tools, not a tool search_tools finds: call "
+                    f"{name} directly, as you called execute_tool, not through execute_tool."
+                ) from None
             # Its server may be reconnecting, or up a moment before the catalog caught up with it.
             if not await self._bring_up_server_of(name, gateway):
                 raise
@@ -413,13 +435,11 @@ class MetaTools:
         servers = [gateway.server_of(tool_id), *(server for server, _ in qualified_forms(tool_id))]
         named = [s for s in dict.fromkeys(servers) if s and gateway.status_of(s) is not None]
         for server in named:
+            began = anyio.current_time()
             if not await gateway.bring_up(server):
                 upstream = gateway.status_of(server)
                 assert upstream is not None
-                why = f"is not available ({upstream.reason or upstream.state.value})"
-                if upstream.configuration_error:
-                    raise UpstreamConfigurationError(upstream.name, why)
-                raise UpstreamError(upstream.name, why)
+                raise unavailable(upstream, waited=round(anyio.current_time() - began))
         return bool(named)
 
     # --- telling clients about changes --------------------------------------------------------
@@ -471,9 +491,12 @@ def _naming_server(tool: ToolRecord, result: types.CallToolResult) -> types.Call
     """
     if not result.is_error:
         return result
-    origin = f"Upstream server '{tool.server}' answered '{tool.id}' with an error"
     content = list(result.content)
     first = next((i for i, block in enumerate(content) if isinstance(block, types.TextContent)), None)
+    origin = f"Upstream server '{tool.server}' answered '{tool.id}' with an error"
+    if first is not None and content[first].text.startswith(OVERSIZED_NOTE):
+        # Not the tool's error: its answer was too big to pass on whole (the note says what to do).
+        origin = f"Upstream server '{tool.server}' answered '{tool.id}' with a result too large to pass on whole"
     if first is None:
         content.insert(0, types.TextContent(text=origin + "."))
     else:

@@ -87,12 +87,37 @@ def parse_arguments(value: Any) -> dict[str, Any]:
     return value
 
 
-def closest_ids(name: str, ids: Iterable[str], n: int = 5) -> list[str]:
-    """Ids that look like `name`: close spellings first, then ids that end with the same tool name."""
-    ids = list(ids)
-    close = difflib.get_close_matches(name, ids, n=n, cutoff=0.5)
-    suffix = [i for i in ids if i.endswith(f"{ID_SEPARATOR}{name}") or i.split(ID_SEPARATOR)[-1] == name]
-    return list(dict.fromkeys(suffix + close))[:n]
+# How alike (difflib's ratio, 0..1) a name and an id, or their tool parts, must be to be suggested:
+# one or two slips of the keys in a name of ordinary length, not a shared prefix such as "get_".
+_CLOSE_SPELLING = 0.85
+
+
+def closest_ids(name: str, ids: Iterable[str], n: int = 3) -> list[str]:
+    """Ids `name` was probably meant as, closest first; none rather than unrelated ones.
+
+    An id qualifies when it is spelled nearly like `name`, as a whole or in its tool part (the
+    part after the server: "time__get_curent_time" -> "time__get_current_time", "get_forcast" ->
+    "weather__get_forecast"), or when the words of one hold every word of the other and there are
+    at least two ("send_email" -> "mail__send_email_message", "email__send")."""
+    wanted = name.casefold()
+    wanted_part = wanted.split(ID_SEPARATOR, 1)[-1]
+    wanted_words = set(_words(wanted_part))
+    scored: list[tuple[float, str]] = []
+    for tool_id in ids:
+        folded = tool_id.casefold()
+        part = folded.split(ID_SEPARATOR, 1)[-1]
+        score = max(
+            difflib.SequenceMatcher(None, wanted, folded).ratio(),
+            difflib.SequenceMatcher(None, wanted_part, part).ratio(),
+        )
+        part_words = set(_words(part))
+        same_words = (len(wanted_words) >= 2 and wanted_words <= set(_words(folded))) or (
+            len(part_words) >= 2 and part_words <= wanted_words
+        )
+        if score >= _CLOSE_SPELLING or same_words:
+            scored.append((score, tool_id))
+    scored.sort(key=lambda pair: (-pair[0], pair[1]))
+    return [tool_id for _, tool_id in scored[:n]]
 
 
 def resolve_tool(name: str, tools: Iterable[ToolRecord], withheld: Iterable[ToolRecord] = ()) -> ToolRecord:

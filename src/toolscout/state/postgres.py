@@ -3,7 +3,8 @@
 Each transaction takes a transaction-scoped advisory lock named after its kind, so writers of one
 kind take turns across every replica and `toolscout approve`; Postgres makes the commit atomic and
 durable. A lost connection (the server restarting, a network cut) is `StateUnavailable`: the
-caller keeps what it had and tries again, and the next transaction connects anew.
+caller keeps what it had and tries again, and the next transaction connects anew. Any other error
+of the database (a table dropped by hand) is a `StateError` that names the store and what to do.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from toolscout.errors import ConfigError, StateUnavailable
+from toolscout.errors import ConfigError, StateError, StateUnavailable
 from toolscout.state.store import (
     MIGRATIONS,
     Sql,
@@ -99,6 +100,13 @@ class PostgresStateStore:
                 yield cursor
         except (self._psycopg.OperationalError, self._psycopg.InterfaceError) as exc:
             raise self._lost(exc) from exc
+        except self._psycopg.DatabaseError as exc:
+            # The server answered, but not as a toolscout store does (a table dropped or altered).
+            raise StateError(
+                f"the state store {self.location} answered with an error: {_first_line(exc)}. Its tables "
+                "(records, revisions, toolscout_schema) may have been changed by hand or by another program: "
+                "restore the database from its backups, or point --state at another database"
+            ) from exc
 
     @contextmanager
     def content(self) -> Iterator[Sql]:

@@ -23,6 +23,7 @@ from toolscout.errors import DatasetError
 from toolscout.eval.datasets import load_tools
 
 __all__ = [
+    "DEVELOPER_SOURCES",
     "EVERYDAY_SOURCES",
     "LICENSED_SOURCES",
     "TOOL_USE_FAMILY",
@@ -58,7 +59,10 @@ TOOL_USE_SOURCES = (
 # Requests people type to a phone or home assistant. Several of these sources have their own tool
 # for one need (weather, alarms, music), so each is batched on its own (toolscout.training.batches).
 EVERYDAY_SOURCES = ("clinc150", "hwu64", "snips", "ha_intents", "star", "thingpedia")
-LICENSED_SOURCES = TOOL_USE_SOURCES + EVERYDAY_SOURCES
+# Task wording for command-line and developer tools ("undo the last commit"), in many languages.
+# A command has a page per platform (common, linux, osx...): the pages are one function.
+DEVELOPER_SOURCES = ("tldr",)
+LICENSED_SOURCES = TOOL_USE_SOURCES + EVERYDAY_SOURCES + DEVELOPER_SOURCES
 # The batch family of every tool-use source: API-style catalogs that name their providers, mixed
 # in one stream as the first models were.
 TOOL_USE_FAMILY = "tool-use"
@@ -110,8 +114,9 @@ class TrainingData:
 
 
 def family_of(source: str) -> str:
-    """The batch family of a source: its own for everyday sources, one for all tool-use sources."""
-    return source if source in EVERYDAY_SOURCES else TOOL_USE_FAMILY
+    """The batch family of a source: its own for everyday and developer sources, one for all
+    tool-use sources."""
+    return source if source in EVERYDAY_SOURCES or source in DEVELOPER_SOURCES else TOOL_USE_FAMILY
 
 
 def load_training_folder(folder: Path, sources: Sequence[str], *, english_only: bool = False) -> TrainingData:
@@ -133,6 +138,8 @@ def load_training_folder(folder: Path, sources: Sequence[str], *, english_only: 
                 tool_source[row["id"]] = row.get("source", "")
                 if row.get("variant_of"):
                     need[row["id"]] = row["variant_of"]
+                elif row.get("source") in DEVELOPER_SOURCES:
+                    need[row["id"]] = f"{row['source']}::command::{row['name']}"
     tools = {t.id: t for t in load_tools(tools_path) if tool_source.get(t.id) in wanted}
     requests: list[Request] = []
     with pairs_path.open(encoding="utf-8") as lines:
@@ -168,11 +175,14 @@ def balanced(
     tools_per_request: int,
     seed: int,
     everyday_per_tool: int | None = None,
+    developer_per_tool: int | None = None,
 ) -> list[tuple[Request, str]]:
     """(request, positive tool) pairs, at most `per_tool` per tool and `tools_per_request` per request.
 
     Everyday tools may take `everyday_per_tool` instead: their requests are short and varied, and
-    the wording of people is what the model lacks most. Requests are visited in a seeded order, so
+    the wording of people is what the model lacks most. Developer tools take `developer_per_tool`:
+    a command's page holds each example in up to 39 languages, and thousands of commands share the
+    run. Requests are visited in a seeded order, so
     which ones a cap keeps is reproducible.
     """
     rng = random.Random(seed)
@@ -183,7 +193,11 @@ def balanced(
     for request in order:
         tools = list(request.tools)
         rng.shuffle(tools)
-        cap = everyday_per_tool if everyday_per_tool is not None and request.source in EVERYDAY_SOURCES else per_tool
+        cap = per_tool
+        if everyday_per_tool is not None and request.source in EVERYDAY_SOURCES:
+            cap = everyday_per_tool
+        elif developer_per_tool is not None and request.source in DEVELOPER_SOURCES:
+            cap = developer_per_tool
         kept = [t for t in tools if used[t] < cap][:tools_per_request]
         for tool in kept:
             used[tool] += 1

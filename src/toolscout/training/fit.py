@@ -54,6 +54,7 @@ VALIDATION_FILE = "validation.jsonl"
 PLAN_FILE = "plan.json"
 MODEL_DIR = "model"
 CHECKPOINTS_DIR = "checkpoints"
+START_DIR = "start"
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,9 @@ class TrainingPlan:
     per_tool: int = 40
     # Everyday requests are short and varied, and people's wording is what tool-use data lacks.
     everyday_per_tool: int = 100
+    # Developer commands: a page's examples come in up to 39 languages; a few per command keep the
+    # 4,800 commands from crowding out the other families.
+    developer_per_tool: int = 10
     # The licensed multilingual source's other languages are kept: they lift requests in those
     # languages and cost English requests nothing measurable (docs/benchmarks.md, "Multilingual").
     english_only: bool = False
@@ -90,6 +94,10 @@ class TrainingPlan:
     # (docs/benchmarks.md, "Freezing, measured").
     frozen_layers: int = 2
     save_every: int = 100
+    # Start from a shipped int8 ONNX model's weights (dequantised into the base architecture,
+    # toolscout.training.restore) instead of the base model's: a later version goes on learning
+    # from an earlier one rather than starting over.
+    start_from_onnx: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -135,6 +143,7 @@ def prepare(plan: TrainingPlan, run_dir: Path) -> tuple[list[Triple], list[Tripl
         tools_per_request=plan.tools_per_request,
         seed=plan.seed,
         everyday_per_tool=plan.everyday_per_tool,
+        developer_per_tool=plan.developer_per_tool,
     )
     train_side, validation_side = split_validation(chosen, fraction=plan.validation_fraction, seed=plan.seed)
     log.info("mining hard negatives with toolscout's keyword search for %d pairs", len(chosen))
@@ -203,6 +212,13 @@ def train(plan: TrainingPlan, run_dir: Path, *, device: str = "cpu", base_folder
         base = resolve_model(plan.base_model)
         assert base is not None, "a base model is required"
         base_folder = base.folder
+    if plan.start_from_onnx:
+        from toolscout.training.restore import restore_model
+
+        start = run_dir / START_DIR
+        if not (start / "config.json").is_file():
+            restore_model(Path(plan.start_from_onnx), base_folder, start)
+        base_folder = start
     # Float32 master weights whatever the base files hold (a float16 copy travels lighter).
     model = SentenceTransformer(str(base_folder), device=device).float()
     model.max_seq_length = plan.max_tokens

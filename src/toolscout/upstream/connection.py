@@ -248,6 +248,7 @@ class Upstream:
             last_restart_reason=self.last_restart_reason,
             configuration_error=self.configuration_error,
             next_attempt=self.next_attempt,
+            needs_sign_in=self.needs_sign_in,
         )
 
     def want(self) -> None:
@@ -443,13 +444,20 @@ class Upstream:
         async with open_transport(
             self.spec, tail=tail, max_line_bytes=self.limits.max_line_bytes,
             max_result_bytes=self.limits.max_result_bytes, on_fault=self._on_fault,
-            on_http_response=self._record_http_status, auth=self._auth,
+            on_http_response=self._record_http_status, auth=self._auth, on_gone=self._on_gone,
         ) as (read, write):
             yield EndWatchingStream(read, ended), write
 
     def _on_fault(self, reason: str) -> None:
         if self._fault is None:
             self._fault = reason
+
+    def _on_gone(self, reason: str) -> None:
+        """The HTTP upstream went away mid-response: end its session now, so the calls in flight
+        fail at once with `reason` rather than after the SDK's attempts to resume."""
+        if self.state is State.UP and self._ended is not None:
+            self._on_fault(reason)
+            self._ended.set()
 
     async def _list_tools(self, client: Client) -> tuple[types.Tool, ...]:
         return await self._list_all("tools", lambda cursor: client.list_tools(cursor=cursor))
@@ -739,8 +747,8 @@ class Upstream:
         on_progress)` makes the request; each progress report restarts the timeout."""
         if self._client is None or self.state is not State.UP:
             if self.configuration_error:
-                raise UpstreamConfigurationError(self.name, f"is not available ({self.reason})")
-            raise UpstreamError(self.name, f"is not available ({self.reason or 'not connected right now'})")
+                raise UpstreamConfigurationError(self.name, f"not available ({self.reason})")
+            raise UpstreamError(self.name, f"not available ({self.reason or 'not connected right now'})")
         caller = CURRENT_CALLER.get()
         if caller is not None:
             self._callers.append(caller)

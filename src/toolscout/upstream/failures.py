@@ -15,16 +15,21 @@ transient: worth retrying, and an agent may try again later.
 toolscout finds one itself and by a call to an upstream that is down for one.
 `is_configuration_error(exc)` tells any exception apart; an `Upstream` whose start failed for one
 has `configuration_error` set (the supervisor in `pool.py` then stops).
+
+`unavailable(status)` is what a call to an upstream that is not up is answered with, at once: its
+state in words a person can act on (down until a given time, waiting for a sign-in with the exact
+`toolscout login` command, misconfigured with the setting to change, still starting).
 """
 
 from __future__ import annotations
 
 import ssl
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from toolscout.errors import ConfigError, UpstreamConfigurationError
-from toolscout.upstream.status import describe_failure
+from toolscout.errors import ConfigError, UpstreamConfigurationError, UpstreamError
+from toolscout.upstream.status import State, UpstreamStatus, describe_failure
 
 if TYPE_CHECKING:
     from toolscout.registry.loading import ServerSpec
@@ -35,6 +40,7 @@ __all__ = [
     "classify_start_failure",
     "http_status_failure",
     "is_configuration_error",
+    "unavailable",
 ]
 
 # Appended to the reason of an upstream that is down for a configuration error.
@@ -53,6 +59,31 @@ class StartFailure:
 def is_configuration_error(exc: BaseException) -> bool:
     """Whether `exc` (or the first of an exception group) is a configuration error: do not retry."""
     return _configuration_reason(_first(exc)) is not None
+
+
+def unavailable(status: UpstreamStatus, *, waited: float | None = None, now: float | None = None) -> UpstreamError:
+    """The error for a call to the upstream of `status`, which is not up; `waited`: seconds the
+    call waited for a start under way that has not finished."""
+    reason = status.reason or "not connected"
+    if status.needs_sign_in:
+        why = reason.removeprefix("failed to start: ")
+        return UpstreamError(status.name, f"not available (waiting for a sign-in): {why}", transient=False)
+    if status.configuration_error:
+        why = reason.removeprefix("failed to start: ")
+        return UpstreamConfigurationError(status.name, f"not available (misconfigured): {why}")
+    if status.state is State.STARTING:
+        waited_for = f"; waited {waited:g} s for it" if waited else ""
+        return UpstreamError(status.name, f"not available (still starting: a start is under way{waited_for})")
+    if status.gave_up:
+        return UpstreamError(status.name, f"not available (down, no longer tried: {reason})", transient=False)
+    return UpstreamError(status.name, f"not available (down: {reason}){_next_attempt(status.next_attempt, now)}")
+
+
+def _next_attempt(at: float | None, now: float | None) -> str:
+    if at is None:
+        return "; it is being tried again now"
+    seconds = max(0, round(at - (time.time() if now is None else now)))
+    return f"; next attempt in {seconds} s (at {time.strftime('%H:%M:%S', time.gmtime(at))} UTC)"
 
 
 def classify_start_failure(exc: BaseException, spec: ServerSpec, *, http_status: int | None = None) -> StartFailure:
@@ -78,6 +109,12 @@ def classify_start_failure(exc: BaseException, spec: ServerSpec, *, http_status:
             f"'{spec.url}' is not a usable URL ({describe_failure(first)}): fix 'url' of server '{spec.name}' "
             f"in {spec.source}",
             configuration=True,
+        )
+    if spec.transport != "stdio" and _is_connect_failure(first):
+        # Transient (the server may be starting), but the bare library message names no address.
+        return StartFailure(
+            f"cannot connect to {spec.url} ({describe_failure(first)}): check that the server is running "
+            f"there, or 'url' of server '{spec.name}' in {spec.source}"
         )
     return StartFailure(describe_failure(first))
 
@@ -154,6 +191,12 @@ def _tls_detail(exc: BaseException) -> str:
         if isinstance(e, ssl.SSLCertVerificationError) and e.verify_message:
             return str(e.verify_message)
     return "certificate verify failed"
+
+
+def _is_connect_failure(exc: BaseException) -> bool:
+    import httpx2
+
+    return isinstance(exc, httpx2.ConnectError)
 
 
 def _is_malformed_url(exc: BaseException) -> bool:

@@ -22,7 +22,10 @@ from mcp.shared.message import SessionMessage
 
 from toolscout.upstream.limits import human_size
 
-__all__ = ["OversizedLine", "salvage"]
+__all__ = ["OVERSIZED_NOTE", "OversizedLine", "salvage"]
+
+# How the note of a result cut for the line limit begins (an error result, but not the tool's error).
+OVERSIZED_NOTE = "[toolscout: this result was "
 
 _ID = r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,256}")'
 _ID_FIRST = re.compile(_ID)
@@ -79,7 +82,7 @@ def salvage(line: OversizedLine, *, max_line_bytes: int, max_result_bytes: int) 
     if request_id is None:
         return None
     note = (
-        f"[toolscout: this result was {human_size(line.size)} on the wire, over the {human_size(max_line_bytes)} "
+        f"{OVERSIZED_NOTE}{human_size(line.size)} on the wire, over the {human_size(max_line_bytes)} "
         "limit on one message (max_line_bytes), so only its opening text is shown and the rest (other blocks, "
         "structured content) was left out. To see the rest, ask the tool for less at a time (a narrower query, "
         "a page, a range).]"

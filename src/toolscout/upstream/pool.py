@@ -10,7 +10,9 @@ in its own task. An upstream that had been up for a while and then ends is resta
 that dies soon after starting after a second; one that fails to start is retried with capped
 exponential backoff, and after `max_restarts` consecutive failed attempts once every
 `retry_interval` for as long as the gateway runs, or at once when a search or call needs it
-(`want`). Its status says when the next attempt is. One that fails for a configuration error
+(`want`). Its status says when the next attempt is. A call to an upstream that is not up
+(`bring_up`) waits only for a start under way (or beginning within a second), at most
+`STARTING_WAIT`; one that is down, waits for a sign-in or is misconfigured is answered at once. One that fails for a configuration error
 (`toolscout.upstream.failures`: a missing command, rejected credentials, a wrong URL, an entry
 that starts toolscout itself) is not retried at all: only a changed entry can help.
 """
@@ -55,6 +57,7 @@ __all__ = [
     "RESTART_BASE_DELAY",
     "RESTART_MAX_DELAY",
     "STABLE_UPTIME",
+    "STARTING_WAIT",
     "RestartPolicy",
     "UpstreamPool",
 ]
@@ -67,6 +70,11 @@ QUICK_RESTART_DELAY = 0.1
 # A search or call that needs a down upstream starts its next attempt early, but never sooner than
 # this after the last one ended: a storm of searches must not turn into a storm of process starts.
 MIN_WANTED_GAP = 2.0
+# How long a call waits for a start of its upstream that is under way (a few seconds: a call is
+# answered promptly; the supervisor goes on starting it in the background) ...
+STARTING_WAIT = 5.0
+# ... and for one that a call asked for to begin (an earlier attempt ended under MIN_WANTED_GAP ago).
+_BEGIN_WAIT = 1.0
 # On shutdown, how long upstreams get to close (stdio: stdin closed, then the process tree killed).
 _SHUTDOWN_GRACE = 8.0
 
@@ -202,7 +210,9 @@ class UpstreamPool:
         with anyio.move_on_after(delay):
             await upstream.wanted.wait()
             if not self._stopping:
-                await anyio.sleep(max(0.0, ended + min(MIN_WANTED_GAP, delay) - anyio.current_time()))
+                gap = max(0.0, ended + min(MIN_WANTED_GAP, delay) - anyio.current_time())
+                upstream.next_attempt = time.time() + gap  # sooner now: its status says when
+                await anyio.sleep(gap)
         upstream.next_attempt = None
         if not self._stopping:
             upstream.wanted = anyio.Event()
@@ -234,6 +244,26 @@ class UpstreamPool:
         for name, upstream in self.upstreams.items():
             if servers is None or name in servers:
                 upstream.want()
+
+    async def bring_up(self, name: str, wait: float = STARTING_WAIT) -> bool:
+        """Whether upstream `name` is up, after waiting (at most `wait` seconds) for a start of it
+        that is under way, or that a call's need makes begin within `_BEGIN_WAIT`. One that is down
+        for longer, waits for a sign-in, is misconfigured or given up on is not waited for: its
+        status says why (`failures.unavailable`)."""
+        upstream = self.upstreams.get(name)
+        if upstream is None:
+            return False
+        with anyio.move_on_after(wait):
+            if upstream.state is State.DOWN:
+                if upstream.configuration_error or upstream.needs_sign_in or upstream.gave_up:
+                    return False
+                upstream.want()
+                with anyio.move_on_after(_BEGIN_WAIT):
+                    await upstream.changed()
+            # A start under way (one the call asked for, or already running): waited for once.
+            while upstream.state is State.STARTING and not upstream.finished.is_set():
+                await upstream.changed()
+        return upstream.state is State.UP
 
     async def wait_settled(self, timeout: float) -> bool:
         """Wait until every upstream has connected or failed once; False if `timeout` ran out first."""

@@ -6,12 +6,23 @@ import enum
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from toolscout.errors import ToolscoutError
 
 if TYPE_CHECKING:
     import mcp_types as types
+
+
+class _Described(Protocol):
+    """What a summary reads of a tool: an MCP tool definition, or a catalog record."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str | None: ...
+    @property
+    def title(self) -> str | None: ...
 
 __all__ = ["SKIPPED", "State", "UpstreamStatus", "describe_failure", "summarize"]
 
@@ -44,6 +55,8 @@ class UpstreamStatus:
     next_attempt: float | None = None
     # True: it failed for a configuration error (`toolscout.upstream.failures`) and is not retried.
     configuration_error: bool = False
+    # True: it waits for a person to sign in (OAuth, `toolscout login`); its reason names the command.
+    needs_sign_in: bool = False
 
     @property
     def skipped(self) -> bool:
@@ -52,7 +65,7 @@ class UpstreamStatus:
         return self.configuration_error and (self.reason or "").startswith(SKIPPED)
 
 
-def summarize(instructions: str | None, info: types.Implementation | None, tools: Sequence[types.Tool]) -> str:
+def summarize(instructions: str | None, info: types.Implementation | None, tools: Sequence[_Described]) -> str:
     """One line saying what a server is for: its own words if it gave any, else what its tools do
     (the opening phrases of their descriptions), else its tool names."""
     for text in (instructions, info.description if info else None):
@@ -88,7 +101,7 @@ def _opening_phrase(description: str) -> str:
     return " ".join(first.split()).strip(" .,*#`")
 
 
-def _what_tools_do(tools: Sequence[types.Tool]) -> str:
+def _what_tools_do(tools: Sequence[_Described]) -> str:
     """The opening phrases of a few tools' descriptions (the shortest ones, in listing order):
     "Get current time in a specific timezone; convert time between timezones"."""
     phrases: dict[str, str] = {}

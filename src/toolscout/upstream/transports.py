@@ -14,6 +14,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from toolscout.registry.loading import ServerSpec, resolve_command, upstream_environment
+from toolscout.upstream.http_watch import GoneWatch
 from toolscout.upstream.self_reference import GATEWAY_MARKER
 from toolscout.upstream.limits import Limits
 from toolscout.upstream.stderr import StderrTail
@@ -32,16 +33,19 @@ ResponseHook = Callable[[httpx2.Response], Awaitable[None]]
 
 
 def http_client(
-    headers: Mapping[str, str], on_response: ResponseHook | None = None, auth: httpx2.Auth | None = None
+    headers: Mapping[str, str], on_response: ResponseHook | None = None, auth: httpx2.Auth | None = None,
+    on_gone: Callable[[str], None] | None = None,
 ) -> httpx2.AsyncClient:
     """The client an HTTP upstream is reached through (to be entered as a context manager);
     `on_response` sees every response (the SDK reports an HTTP error status as a generic error);
-    `auth`: its OAuth sign-in, if any (`toolscout.oauth.provider`)."""
+    `auth`: its OAuth sign-in, if any (`toolscout.oauth.provider`); `on_gone(reason)` hears that
+    the server went away in the middle of a response (`toolscout.upstream.http_watch`)."""
     return httpx2.AsyncClient(
         headers=dict(headers),
         timeout=httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT),
         event_hooks={"response": [on_response]} if on_response is not None else None,
         auth=auth,
+        transport=GoneWatch(httpx2.AsyncHTTPTransport(), on_gone) if on_gone is not None else None,
     )
 
 
@@ -55,11 +59,13 @@ async def open_transport(
     on_http_response: ResponseHook | None = None,
     max_result_bytes: int = Limits().max_result_bytes,
     auth: httpx2.Auth | None = None,
+    on_gone: Callable[[str], None] | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """(read stream, write stream) to the upstream `spec` names. A stdio upstream writes its stderr
     to `tail`, its stdout lines are capped at `max_line_bytes`, and `on_fault(reason)` hears why
     the transport ended a session when it knows better than "closed". A streamable HTTP
-    upstream's responses pass `on_http_response`."""
+    upstream's responses pass `on_http_response`, and `on_gone(reason)` hears that it went away
+    in the middle of a response."""
     async with AsyncExitStack() as stack:
         if spec.transport == "stdio":
             assert tail is not None
@@ -80,7 +86,7 @@ async def open_transport(
                 # The child holds its own copy now (or was never spawned); ours would hide EOF.
                 tail.release_writer()
         elif spec.transport == "http":
-            http = await stack.enter_async_context(http_client(spec.headers, on_http_response, auth))
+            http = await stack.enter_async_context(http_client(spec.headers, on_http_response, auth, on_gone))
             read, write = await stack.enter_async_context(streamable_http_client(spec.url or "", http_client=http))
         else:
             read, write = await stack.enter_async_context(
