@@ -44,7 +44,7 @@ from toolscout.eval import metrics
 from toolscout.eval.dev_sets import load_bundled_tools
 from toolscout.index.cross_encoder import load_cross_encoder
 from toolscout.index.dense import load_encoder
-from toolscout.index.model_files import BUNDLED_RERANKER_DIR, resolve_model
+from toolscout.index.model_files import resolve_reranker
 from toolscout.index.text import dense_document
 from toolscout.search import SearchSettings, ToolSearch
 from toolscout.search.engine import EXACT_NAME
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
 
-    location = resolve_model(args.reranker, bundled=BUNDLED_RERANKER_DIR, what="reranker")
+    location = resolve_reranker(args.reranker)
     started = time.perf_counter()
     scorer = load_cross_encoder(location, work_dir=SearchSettings().resolved_cache_dir)
     log(f"reranker {location.identity} loaded in {time.perf_counter() - started:.1f} s")

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from toolscout.index.cross_encoder import load_cross_encoder
-from toolscout.index.model_files import BUNDLED_RERANKER_DIR, file_digest, resolve_model
+from toolscout.index.model_files import file_digest, resolve_reranker
 from toolscout.search.ranker import LearnedRanker
 from toolscout.search.settings import SearchSettings
 from toolscout.training.ranker_fit import (
@@ -90,7 +90,7 @@ def main() -> int:
 
     train_catalogs = sample_catalogs(args.train)
     train = extract(args.model, train_catalogs, args.cache, log.info)
-    location = resolve_model(args.reranker, bundled=BUNDLED_RERANKER_DIR, what="reranker")
+    location = resolve_reranker(args.reranker)
     assert location is not None and location.onnx_file is not None, "the reranker needs its ONNX file"
     scorer = load_cross_encoder(location, work_dir=SearchSettings().resolved_cache_dir)
     digests = (model_digest(args.model), file_digest(location.onnx_file))

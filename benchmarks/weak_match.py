@@ -130,12 +130,12 @@ def reranker_best(examples: list[Example], tested: list[Catalog], model: str, de
     """The reranker's best logit among each request's first `depth` candidates (weighted-RRF order),
     cached under runs/reranker-scores."""
     from toolscout.index.cross_encoder import load_cross_encoder
-    from toolscout.index.model_files import BUNDLED_RERANKER_DIR, file_digest, resolve_model
+    from toolscout.index.model_files import file_digest, resolve_reranker
     from toolscout.search.settings import SearchSettings
     from toolscout.training.ranker_fit import model_digest
     from toolscout.training.reranker_column import ScoreCache, documents_of, score_heads
 
-    location = resolve_model("bundled", bundled=BUNDLED_RERANKER_DIR, what="reranker")
+    location = resolve_reranker("bundled")
     assert location is not None and location.onnx_file is not None
     cache = ScoreCache.of(ROOT / "runs" / "reranker-scores", model_digest(model), file_digest(location.onnx_file), "weak")
     scorer = load_cross_encoder(location, work_dir=SearchSettings().resolved_cache_dir)

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Creates .venv beside the repo's pyproject.toml and installs toolscout into it.
-#   bash scripts/setup.sh --runtime   toolscout alone: what serving and search need (no torch)
-#   bash scripts/setup.sh             also the test tools ([dev]) and the training extra ([train]:
+#   bash scripts/setup.sh --runtime   toolscout alone: what serving and search need (no torch, no
+#                                     reranker: the wheel carries the embedding model only)
+#   bash scripts/setup.sh             also the optional trained reranker (packages/toolscout-reranker,
+#                                     which the reranker tests read), the test tools ([dev]) and
+#                                     the training extra ([train]:
 #                                     torch, transformers, sentence-transformers, onnx, ...), which
 #                                     the export and training tests use, and Debian's postgresql
 #                                     server, which the state store tests start clusters of (apt,
@@ -53,6 +56,6 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
         echo "toolscout setup: no chromium and chromedriver found; the dashboard tests will be skipped" >&2
     fi
 fi
-echo "toolscout setup: installing toolscout with its test tools and training extra" >&2
-"${PIP[@]}" -e ".[dev,train]"
+echo "toolscout setup: installing toolscout with its test tools, training extra and reranker" >&2
+"${PIP[@]}" -e ".[dev,train]" -e ./packages/toolscout-reranker
 echo "toolscout setup: done (.venv/bin/toolscout)" >&2

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -29,6 +30,22 @@ def test_the_catalog_seen_is_kept_in_the_store_and_read_back_by_any_process_usin
     # Another registry's content is another catalog.
     other = write_registry(tmp_path / "servers.json", {"weather": python_server("weather_server.py", "--slow")})
     assert load_catalog([other], load_registries([other]), state=location) is None
+
+
+def test_a_catalog_read_back_keeps_every_mapping_in_the_order_the_upstream_listed_it(location: str, tmp_path: Path) -> None:
+    # The dense document names a tool's parameters in schema order: a catalog read back with its
+    # keys sorted (as both stores keep JSON values) ranked otherwise than the one the gateway listed.
+    registry = write_registry(tmp_path / "servers.json", {"weather": python_server("weather_server.py")})
+    specs = load_registries([registry])
+    schema = {"type": "object", "properties": {"path": {"type": "string"}, "content": {}, "overwrite": {}},
+              "required": ["path"]}
+    listed = ToolRecord(id="weather__forecast", name="forecast", server="weather", description="The forecast.",
+                        input_schema=schema, annotations={"readOnlyHint": False, "destructiveHint": True})
+    assert save_catalog([registry], specs, Catalog.of([listed]), [UP], state=location)
+    seen = load_catalog([registry], specs, state=location)
+    assert seen is not None
+    (tool,) = seen.catalog.tools
+    assert json.dumps(dataclasses.asdict(tool)) == json.dumps(dataclasses.asdict(listed))
 
 
 def test_a_catalog_file_of_an_earlier_version_is_read_once_and_moved_into_the_store(location: str, tmp_path: Path) -> None:

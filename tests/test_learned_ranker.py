@@ -250,3 +250,21 @@ def test_where_its_gate_says_so_the_rankers_order_alone_decides_and_says_so(tmp_
     assert voted.hits[0].tool.id == "weather__get_forecast"
     loaded = load_ranker(tmp_path)[0]
     assert loaded.alone_above == 0.5 and loaded.gate is not None and loaded.gate.features == ("query_words",)
+
+
+def test_the_replays_read_what_search_ranked_on_a_request_of_several_sentences(tmp_path: Path) -> None:
+    # Fitting the ranker replays `candidates`, tuning the weights replays `rankings`: both stop where
+    # `search` goes on, so each signal's rank of a tool is the one a search shows for it.
+    engine = engine_with(tmp_path, BY_COSINE)
+    text = "Read the note. Then format the sheet cells with borders and colours. Email it."
+    response = engine.search(text, limit=5)
+    depth = max(engine.settings.candidates, 4 * 5)
+    rankings = {name: [t.id for t in ranked] for name, ranked in engine.rankings(text, depth=depth).rankings.items()}
+    candidates = engine.candidates(text, depth=depth)
+    assert candidates is not None and candidates.sentences == 2 and len(response.hits) == 5
+    for hit in response.hits:
+        for signal, listed in rankings.items():
+            assert hit.ranks.get(signal) == (listed.index(hit.tool.id) + 1 if hit.tool.id in listed else None)
+        read = candidates.ids.index(hit.tool.id)
+        for signal, ranks in candidates.ranks.items():
+            assert hit.ranks.get(signal) == (int(ranks[read]) if np.isfinite(ranks[read]) else None)

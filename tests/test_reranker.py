@@ -25,12 +25,20 @@ from support.registries import python_server, write_registry
 from toolscout.catalog import ToolRecord
 from toolscout.cli import main
 from toolscout.index.cross_encoder import RERANKER_CONFIG, load_cross_encoder
-from toolscout.index.model_files import BUNDLED_RERANKER_DIR, resolve_model
+from toolscout.errors import ConfigError
+from toolscout.index.model_files import bundled_reranker_dir, resolve_model, resolve_reranker
 from toolscout.index.text import dense_document
 from toolscout.search import SearchSettings, ToolSearch
 from toolscout.search.rerank import reranked
 
 ROOT = Path(__file__).resolve().parents[1]
+# The trained reranker's package, an optional extra (scripts/setup.sh installs it for the tests).
+RERANKER_PACKAGE = ROOT / "packages" / "toolscout-reranker"
+try:
+    SHIPPED: Path | None = bundled_reranker_dir()
+except ConfigError:
+    SHIPPED = None
+needs_shipped = pytest.mark.skipif(SHIPPED is None, reason="the toolscout-reranker package is not installed (scripts/setup.sh installs it)")
 HEAVY = ("torch", "sentence_transformers", "transformers", "onnx")
 PAIRS = [
     ("what time is it in Tokyo", "get current time (time). Current time in a given IANA time zone. Parameters: timezone."),
@@ -75,7 +83,7 @@ def cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def packaged(cross_encoder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The runtime files of `cross_encoder`, as they are shipped in src/toolscout/index/reranker."""
+    """The runtime files of `cross_encoder`, as the toolscout-reranker package ships them."""
     from toolscout.training.package import package_reranker
 
     return package_reranker(cross_encoder, tmp_path_factory.mktemp("reranker") / "packaged")
@@ -117,12 +125,13 @@ def test_packaging_records_reference_scores_the_files_reproduce_without_torch(pa
     _check_reference(packaged, int8_error=0.03)
 
 
-@pytest.mark.skipif(not (BUNDLED_RERANKER_DIR / "model.onnx").is_file(), reason="this build ships no reranker model")
+@needs_shipped
 def test_the_shipped_reranker_reproduces_its_reference_scores() -> None:
     # A trained model's scores sit on the sigmoid's slope, where int8 moves them most (up to 0.1
     # on these pairs, 0.25 on the worst of 180 everyday pairs; its model card has the figures).
-    _check_reference(BUNDLED_RERANKER_DIR, int8_error=0.15)
-    assert (BUNDLED_RERANKER_DIR / "model.onnx").stat().st_size <= 25_000_000
+    assert SHIPPED is not None and resolve_reranker("bundled").folder == SHIPPED
+    _check_reference(SHIPPED, int8_error=0.15)
+    assert (SHIPPED / "model.onnx").stat().st_size <= 25_000_000
 
 
 def test_a_crossencoder_folder_is_exported_once_and_scores_like_its_package(
@@ -196,20 +205,13 @@ def test_the_reranker_loads_in_the_background_with_the_index(packaged: Path) -> 
     assert engine._reranker._scorer is not None
 
 
-@pytest.mark.parametrize("spec", ["bundled-empty", "folder-empty", "missing"])
+@pytest.mark.parametrize("spec", ["folder-empty", "missing"])
 def test_missing_reranker_files_turn_it_off_with_one_log_line(
-    spec: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    spec: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import toolscout.search.rerank as rerank
-
     empty = tmp_path / "empty"
     empty.mkdir()
-    if spec == "bundled-empty":  # a build that ships no model: the folder has its card only
-        (empty / "README.md").write_text("card")
-        monkeypatch.setattr(rerank, "BUNDLED_RERANKER_DIR", empty)
-        name = "bundled"
-    else:
-        name = str(empty if spec == "folder-empty" else tmp_path / "nowhere")
+    name = str(empty if spec == "folder-empty" else tmp_path / "nowhere")
     caplog.set_level(logging.INFO, logger="toolscout.search.rerank")
     engine = ToolSearch(SearchSettings.lexical_only(reranker=name))
     engine.index(TOOLS)
@@ -220,7 +222,22 @@ def test_missing_reranker_files_turn_it_off_with_one_log_line(
         assert all(hit.rerank_score is None for hit in response.hits)
     records = [r for r in caplog.records if r.name == "toolscout.search.rerank"]
     assert len(records) == 1 and records[0].getMessage().startswith("reranker off")
-    assert records[0].levelno == (logging.INFO if spec == "bundled-empty" else logging.WARNING)
+    assert records[0].levelno == logging.WARNING
+
+
+def test_the_bundled_reranker_without_its_package_is_an_error_that_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], registry: Path
+) -> None:
+    import toolscout.index.model_files as model_files
+
+    # As where the optional package is not installed.
+    monkeypatch.setattr(model_files, "RERANKER_PACKAGE", "toolscout_reranker_not_installed")
+    with pytest.raises(ConfigError, match=r"optional extra that is not installed; install it with pip install \./packages/toolscout-reranker"):
+        ToolSearch(SearchSettings.lexical_only(reranker="bundled"))
+    argv = ["search", "delete a note", "--registry", str(registry), "--model", "none", "--reranker", "bundled"]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "toolscout search: error: the bundled reranker is an optional extra" in error and "Traceback" not in error
 
 
 def test_reranker_none_never_loads_one() -> None:
@@ -280,11 +297,16 @@ def test_searching_with_the_reranker_never_imports_torch(packaged: Path, tmp_pat
     assert json.loads(result.stdout.strip().splitlines()[-1]) == {"rescored": [True, True], "heavy": []}
 
 
-def test_pyproject_ships_every_reranker_file() -> None:
-    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["toolscout"]
-    package_dir = ROOT / "src" / "toolscout"
-    assert (BUNDLED_RERANKER_DIR / "README.md").is_file() and (BUNDLED_RERANKER_DIR / "LICENSE").is_file()
-    for path in BUNDLED_RERANKER_DIR.rglob("*"):
-        if path.is_file():
-            relative = path.relative_to(package_dir).as_posix()
+def test_the_reranker_package_ships_every_file_of_its_folder_and_toolscout_ships_none() -> None:
+    project = tomllib.loads((RERANKER_PACKAGE / "pyproject.toml").read_text())
+    globs = project["tool"]["setuptools"]["package-data"]["toolscout_reranker"]
+    folder = RERANKER_PACKAGE / "src" / "toolscout_reranker"
+    assert {"model.onnx", "tokenizer.json", "reranker_config.json", "README.md", "LICENSE"} <= {p.name for p in folder.iterdir()}
+    for path in folder.rglob("*"):
+        if path.is_file() and path.suffix != ".py" and "__pycache__" not in path.parts:
+            relative = path.relative_to(folder).as_posix()
             assert any(fnmatch.fnmatch(relative, g) and relative.count("/") == g.count("/") for g in globs), relative
+    # The toolscout wheel carries one model: the embedding model.
+    shipped = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["toolscout"]
+    assert not any("reranker" in glob for glob in shipped)
+    assert [path.parent.name for path in (ROOT / "src" / "toolscout").rglob("*.onnx")] == ["model"]

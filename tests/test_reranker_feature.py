@@ -14,15 +14,25 @@ import pytest
 from test_learned_ranker import BY_COSINE, CATALOG
 from test_ranker_reranker_column import BY_RERANKER, DEPTH
 
+from toolscout.errors import ConfigError
 from toolscout.index.cross_encoder import CrossEncoderScorer, load_cross_encoder
-from toolscout.index.model_files import BUNDLED_RERANKER_DIR, resolve_model
+from toolscout.index.model_files import bundled_reranker_dir, resolve_reranker
 from toolscout.index.text import dense_document
 from toolscout.search import SearchSettings, ToolSearch
 from toolscout.search.ranker import RRF_K, LearnedRanker, fused_head
 from toolscout.search.settings import DEFAULT_WEIGHTS
 from support.fake_encoder import HashingEncoder
 
-pytestmark = pytest.mark.skipif(not any(BUNDLED_RERANKER_DIR.glob("*.onnx")), reason="no reranker shipped")
+
+def _installed() -> bool:
+    try:
+        bundled_reranker_dir()
+    except ConfigError:
+        return False
+    return True
+
+
+pytestmark = pytest.mark.skipif(not _installed(), reason="the toolscout-reranker package is not installed (scripts/setup.sh installs it)")
 
 # BY_RERANKER: the reranker's logit alone, steep, and a vote that outweighs every signal, so its
 # order decides the first DEPTH places; the ranker fitted without it (BY_COSINE) orders by the cosine.
@@ -43,7 +53,7 @@ def engine_with(tmp_path: Path, learned: LearnedRanker, **settings) -> ToolSearc
 
 @pytest.fixture(scope="module")
 def scorer(tmp_path_factory: pytest.TempPathFactory) -> CrossEncoderScorer:
-    location = resolve_model("bundled", bundled=BUNDLED_RERANKER_DIR, what="reranker")
+    location = resolve_reranker("bundled")
     return load_cross_encoder(location, work_dir=tmp_path_factory.mktemp("work"))
 
 

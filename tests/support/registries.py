@@ -12,9 +12,11 @@ from typing import Any
 
 from toolscout.search import SearchSettings
 
-__all__ = ["UPSTREAMS", "failing_server", "fast_search_settings", "python_server", "time_server", "write_registry"]
+__all__ = ["UPSTREAMS", "bundled_lookalikes", "failing_server", "fast_search_settings", "python_server", "time_server", "write_registry"]
 
 UPSTREAMS = Path(__file__).parent.parent / "upstreams"
+# The bundled registry's tools as its servers list them (benchmarks/data/bundled/SOURCE.md).
+BUNDLED_TOOLS = Path(__file__).parents[2] / "benchmarks" / "data" / "bundled" / "tools.jsonl"
 
 
 def fast_search_settings() -> SearchSettings:
@@ -41,3 +43,22 @@ def time_server() -> dict[str, Any]:
 def write_registry(path: Path, servers: dict[str, dict[str, Any]]) -> Path:
     path.write_text(json.dumps({"mcpServers": servers}, indent=2), encoding="utf-8")
     return path
+
+
+def bundled_lookalikes(folder: Path) -> dict[str, dict[str, Any]]:
+    """Registry entries of local servers listing exactly the bundled registry's tools, one server
+    each as there (scripted_server.py), without starting the real ones through uvx."""
+    servers: dict[str, list[dict[str, Any]]] = {}
+    for line in BUNDLED_TOOLS.read_text(encoding="utf-8").splitlines():
+        tool = json.loads(line)
+        listed = {"name": tool["name"], "description": tool["description"], "inputSchema": tool["input_schema"]}
+        for field, key in (("title", "title"), ("annotations", "annotations"), ("output_schema", "outputSchema")):
+            if tool.get(field) is not None:
+                listed[key] = tool[field]
+        servers.setdefault(tool["server"], []).append(listed)
+    entries = {}
+    for server, tools in servers.items():
+        spec = folder / f"{server}.tools.json"
+        spec.write_text(json.dumps({"tools": tools}), encoding="utf-8")
+        entries[server] = python_server("scripted_server.py", str(spec), server)
+    return entries

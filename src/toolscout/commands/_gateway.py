@@ -128,7 +128,8 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
 def add_reranker_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reranker", metavar="MODEL",
-        help="cross-encoder that rescores the first tools: 'bundled' (the one shipped inside toolscout, if any), an "
+        help="cross-encoder that rescores the first tools: 'bundled' (the trained one of the optional package "
+        "toolscout-reranker: pip install ./packages/toolscout-reranker), an "
         "installed package or a folder (a sentence-transformers CrossEncoder is exported once); default 'none' (off)",
     )
 

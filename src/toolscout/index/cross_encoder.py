@@ -1,7 +1,7 @@
 """The reranker's model: a cross-encoder that reads a request together with one tool's document and
 scores how well the tool serves it, run with onnxruntime + tokenizers (no torch at run time).
 
-Its folder (the shipped one is `reranker/` beside this module) holds an int8 ONNX file whose output
+Its folder (the trained one is the optional package `toolscout-reranker`'s) holds an int8 ONNX file whose output
 is the classifier's logit per pair, the tokenizer.json it was trained with, and
 `reranker_config.json`: the tokens read per pair and the activation on the logit (what
 sentence-transformers' CrossEncoder.predict applies, so the scores are the trained model's). A

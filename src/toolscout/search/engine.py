@@ -22,14 +22,29 @@ ranker's order joins the zero-shot signals as one more vote where no past reques
 one is, the ranker (fitted without past requests) leaves the order to them and the signals, so
 learning from use keeps its say over either fusion.
 
-Adding a signal: give it a name in `toolscout.search.settings.SIGNALS`, build a `Retriever` (one score
-per tool) into the snapshot, and it is ranked, fused and explained like the others. Signals over
-embeddings (e.g. nearest example requests) reuse `Query.embedding`, computed once per search, and
-`Embedder.matrix`, which caches any texts by model and hash. A signal that knows how sure it is of a
-query answers a `Retrieval` with its `confidence` (the intent vote); the learned signals' weights
-are scaled by it. Every adjustment after fusion (the best sentence's bonus, the demotion of
-destructive tools, exact names first) is made in one place, `ToolSearch._adjusted`. Last, a
-cross-encoder may rescore the first fused tools (`toolscout.search.rerank`; `_reranked`).
+One pipeline, whatever asks (the gateway's `search_tools`, `toolscout search` on a cached or fresh
+catalog, `toolscout eval`, and the replays that fit and choose knobs):
+1. signals: the table `SIGNAL_TABLE` (name; how a snapshot answers with it, built by
+   `catalog_index` or `_embedded`; its weight is `SearchSettings.weights[name]`, scaled by the
+   intent confidence for the learned signals), read in one order;
+2. rank (`_request`): every ready signal's best tools for the whole request and for each of its
+   sentences, into the typed per-request state `_Request`. This is the cut point: the replays
+   (`candidates`, what the learned ranker reads; `rankings`, what weight tuning fuses) stop here,
+   on exactly what `search` goes on from;
+3. decide (`_judged`, `_decide`): the learned ranker reads the whole request's candidates
+   (`_candidates`, the one place its inputs are computed) and one `_Decision` says how its order
+   takes part (not at all, a vote, alone), followed by every sentence;
+4. fuse (`_fused`) the whole request and each sentence, then every adjustment after fusion (the
+   best sentence's bonus, the demotion of destructive tools, exact names first) in one place,
+   `_adjusted`; last, a cross-encoder may rescore the first fused tools (`toolscout.search.rerank`;
+   `_reranked`), unless the ranker reads its score as a column (`_RerankerColumn`).
+
+Adding a signal: give it a name in `toolscout.search.settings.SIGNALS` and a row in `SIGNAL_TABLE`,
+build a `Retriever` (one score per tool) into the snapshot, and it is ranked, fused and explained
+like the others. Signals over embeddings (e.g. nearest example requests) reuse `Query.embedding`,
+computed once per search, and `Embedder.matrix`, which caches any texts by model and hash. A signal
+that knows how sure it is of a query answers a `Retrieval` with its `confidence` (the intent vote);
+the learned signals' weights are scaled by it.
 """
 
 from __future__ import annotations
@@ -38,6 +53,7 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -56,7 +72,7 @@ from toolscout.search.fusion import Fusion, weighted_rrf
 from toolscout.search.ranker import RANKER_SIGNALS, RERANKER, Candidates, LearnedRanker, fused_head
 from toolscout.search.rerank import Reranker, reranked
 from toolscout.search.sentences import add_best_part, mean_direction, request_parts
-from toolscout.search.settings import LEARNED_SIGNALS, SearchSettings
+from toolscout.search.settings import LEARNED_SIGNALS, LEXICAL_SIGNALS, SIGNALS, SearchSettings
 from toolscout.state.content import ContentStore
 
 if TYPE_CHECKING:
@@ -103,6 +119,53 @@ class _Ranked:
 
 
 @dataclass(frozen=True)
+class _Request:
+    """One request up to the cut point, where the replays stop (`ToolSearch.candidates`,
+    `ToolSearch.rankings`) and `search` goes on: every ready signal's ranking of the whole request
+    and of each of its sentences (none for a request of one sentence)."""
+
+    whole: _Ranked
+    parts: tuple[_Ranked, ...]
+    depth: int
+
+    @property
+    def sentences(self) -> int:
+        return max(len(self.parts), 1)
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """What the learned ranker says of one ranked text: the candidates it read, the probability
+    that the best of them serves the text, and its order of them (catalog positions)."""
+
+    candidates: Candidates
+    probability: float
+    order: list[int]
+
+
+class _Say(Enum):
+    """How the learned ranker's order takes part in a request's fusion."""
+
+    RRF = "rrf"  # not at all: weighted RRF orders (the ranker, if any, only judges the match)
+    VOTE = "vote"  # one more vote in weighted RRF, with the ranker's weight
+    ALONE = "alone"  # in place of the zero-shot signals' votes, with their weight added to its own
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """How one request is fused, decided once from the whole request (its sentences follow), and
+    what `--explain` says of it."""
+
+    say: _Say
+    fusion: str
+    weight: float = 0.0  # the ranker's vote's weight where its order takes part
+
+    @property
+    def orders(self) -> bool:
+        return self.say is not _Say.RRF
+
+
+@dataclass(frozen=True)
 class _Snapshot:
     """Everything one search needs, built for one catalog and never mutated afterwards."""
 
@@ -145,6 +208,10 @@ class ToolSearch:
         self._content = ContentStore(self.settings.shared_vectors, self.settings.resolved_cache_dir)
         self._embedder = Embedder(self.settings, encoder, self._content) if wants_model else None
         self._reranker = None if self.settings.rerank_disabled else Reranker(self.settings)
+        # Its one role, chosen once by `rerank_mode`: a column the learned ranker reads ("feature"),
+        # or a rescoring of the first tools after fusion (the other modes).
+        self._ranker_column = self._reranker if self.settings.rerank_mode == "feature" else None
+        self._after_fusion = self._reranker if self.settings.rerank_mode != "feature" else None
         self._fusion = Fusion(self.settings)
         self._fits: tuple[FitStore, FitStore] | None = None
 
@@ -216,15 +283,12 @@ class ToolSearch:
             # rescore its first tools.
             if self._embedder is not None:
                 self._embedder.encoder()
-            if self._reranker is not None and self._reranker_runs():
-                self._reranker.scorer()
+            if self._after_fusion is not None:
+                self._after_fusion.scorer()
+            elif self._ranker_column is not None and self._fusion.wants_reranker():
+                self._ranker_column.scorer()
             if self._embedder is not None:
                 self._complete(self._embedder, progress)
-
-    def _reranker_runs(self) -> bool:
-        """Whether the reranker runs on searches: after fusion (modes blend, reorder), or before the
-        learned ranker when the ranker loaded reads its score (mode feature)."""
-        return self.settings.rerank_mode != "feature" or self._fusion.wants_reranker()
 
     def _complete(self, embedder: Embedder, progress: ProgressCallback | None) -> None:
         while True:
@@ -278,53 +342,29 @@ class ToolSearch:
         text = query.strip()
         if not text or limit <= 0 or not snapshot.tools:
             return SearchResponse(hits=(), signals=tuple(signals), notice=notice)
-        depth = max(settings.candidates, 4 * limit)
-        parts = request_parts(text) if settings.sentence_weight > 0 else []
-        vectors = self._encode(snapshot, parts) if parts else None
-        # One encoder call for all sentences; their mean direction stands for the whole request.
-        whole = mean_direction(vectors) if vectors is not None else None
-        if whole is None:
-            # Encoded here rather than in _rankings: the match strength reads the same vector.
-            encoded = self._encode(snapshot, [text])
-            whole = None if encoded is None else encoded[0]
-        elif snapshot.dense is not None and vectors is not None:
-            # The whole request's and every sentence's cosines in one pass over the catalog.
-            snapshot.dense.prepare(np.vstack([whole, vectors]))
-        ranked = self._rankings(snapshot, signals, text, depth, servers, whole)
+        request = self._request(snapshot, signals, text, max(settings.candidates, 4 * limit), servers)
         encoder = self._embedder.encoder(self.model_wait) if "dense" in signals and self._embedder else None
         ranker, fusion = self._fusion.ranker(signals, encoder.model_id if encoder is not None else None)
         feature = _RerankerColumn(text, snapshot, self._feature_scorer(ranker))
         if ranker is not None and ranker.reads_reranker and feature.scorer is None:
             ranker, fusion = self._fusion.without_reranker(ranker, self._reranker_off())
-        # The ranker was fitted without past requests: where past requests close to this one vote
-        # (the intent signal is confident at all), they and the signals decide as in weighted RRF,
-        # and the ranker's vote would only dilute theirs.
-        past_requests_decide = bool(ranked.weight_scale.get("intent", 0.0) > 0)
-        orders = ranker is not None and settings.fusion == "learned" and not past_requests_decide
-        sentences = max(len(parts), 1)
-        fused, probability, learned, alone = self._fuse(snapshot, ranked, ranker, orders, sentences, depth, feature)
+
+        def judge(ranked: _Ranked, sentences: int) -> _Judged | None:
+            return None if ranker is None else self._judged(snapshot, ranked, ranker, sentences, request.depth, feature)
+
+        judged = judge(request.whole, request.sentences)
+        decision = self._decide(request, ranker, fusion, judged)
+        fused, learned = self._fused(request.whole, decision, judged)
+        # Each sentence is fused as the whole request was decided (one sentence each).
         part_fusions = [
-            self._fuse(
-                snapshot,
-                self._rankings(snapshot, signals, part, depth, servers, None if vectors is None else vectors[i]),
-                ranker if orders else None, orders, 1, depth, feature, alone,
-            )[0]
-            for i, part in enumerate(parts)
+            self._fused(part, decision, judge(part, 1) if decision.orders else None)[0] for part in request.parts
         ]
-        if ranker is not None and past_requests_decide and settings.fusion == "learned":
-            fusion = f"weighted RRF (past requests close to this one vote; the {fusion} only judges the match)"
-        elif ranker is not None and not orders:
-            fusion = f"weighted RRF (asked for; the {fusion} only judges the match)"
-        elif ranker is not None and alone:
-            fusion = f"{fusion}: its gate says its order alone serves requests like this one, and it decides"
-        elif ranker is not None:
-            fusion = f"{fusion}: its order is one vote beside the signals in weighted RRF (weight {ranker.weight:g})"
         order, scores, exact = self._adjusted(snapshot, text, servers, fused, part_fusions)
-        if settings.rerank_mode == "feature":
-            rerank_scores = feature.shown()
+        if self._after_fusion is not None:
+            order, scores, rerank_scores = self._reranked(self._after_fusion, snapshot, text, order, scores, exact)
         else:
-            order, scores, rerank_scores = self._reranked(snapshot, text, order, scores, exact)
-        positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in ranked.positions.items()}
+            rerank_scores = feature.shown()
+        positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in request.whole.positions.items()}
         if learned:
             positions[LEARNED] = {p: rank for rank, p in enumerate(learned, start=1)}
         hits = []
@@ -336,28 +376,52 @@ class ToolSearch:
                 SearchHit(snapshot.tools[position], scores.get(position, 0.0), ranks, rerank_scores.get(position))
             )
         strength = None
-        if probability is not None and ranker is not None:
-            strength = MatchStrength(probability=probability, weak_below=ranker.weak_below)
-        elif "dense" in ranked.scores:
-            cosines = ranked.scores["dense"]
+        if judged is not None and ranker is not None:
+            strength = MatchStrength(probability=judged.probability, weak_below=ranker.weak_below)
+        elif "dense" in request.whole.scores:
+            cosines = request.whole.scores["dense"]
+            allowed = request.whole.allowed
             rule = self._fusion.cosine_rule(encoder.model_id if encoder is not None else None)
-            strength = match_strength(cosines if ranked.allowed is None else cosines[ranked.allowed], rule)
-        return SearchResponse(hits=tuple(hits), signals=tuple(signals), notice=notice, match=strength, fusion=fusion)
+            strength = match_strength(cosines if allowed is None else cosines[allowed], rule)
+        return SearchResponse(
+            hits=tuple(hits), signals=tuple(signals), notice=notice, match=strength, fusion=decision.fusion
+        )
 
-    def _fuse(
+    def _request(
         self,
         snapshot: _Snapshot,
-        ranked: _Ranked,
-        ranker: LearnedRanker | None,
-        orders: bool,
-        sentences: int,
+        signals: Mapping[str, _Signal],
+        text: str,
         depth: int,
-        feature: _RerankerColumn,
-        alone: bool | None = None,
-    ) -> tuple[list[tuple[int, float]], float | None, list[int], bool]:
-        """Fused (position, score) best first; with the learned ranker also the probability that its
-        best candidate serves the request, its order (when it `orders`; else weighted RRF orders,
-        and the ranker only judges the match), and whether that order alone decided.
+        servers: Collection[str] | None,
+    ) -> _Request:
+        """`text` up to the cut point: every ready signal's ranking of the whole request and of each
+        of its sentences. What `search` fuses and the replays (`candidates`, `rankings`) read."""
+        parts = request_parts(text) if self.settings.sentence_weight > 0 else []
+        vectors = self._encode(snapshot, parts) if parts else None
+        # One encoder call for all sentences; their mean direction stands for the whole request.
+        whole = mean_direction(vectors) if vectors is not None else None
+        if whole is None:
+            encoded = self._encode(snapshot, [text])
+            whole = None if encoded is None else encoded[0]
+        elif snapshot.dense is not None and vectors is not None:
+            # The whole request's and every sentence's cosines in one pass over the catalog.
+            snapshot.dense.prepare(np.vstack([whole, vectors]))
+        return _Request(
+            whole=self._rankings(snapshot, signals, text, depth, servers, whole),
+            parts=tuple(
+                self._rankings(snapshot, signals, part, depth, servers, None if vectors is None else vectors[i])
+                for i, part in enumerate(parts)
+            ),
+            depth=depth,
+        )
+
+    def _decide(
+        self, request: _Request, ranker: LearnedRanker | None, fusion: str, judged: _Judged | None
+    ) -> _Decision:
+        """How the learned ranker (`fusion` says which, or why none) takes part in ordering this
+        request, decided once from the whole request and what the ranker `judged` of it; its
+        sentences follow that decision.
 
         The ranker orders the zero-shot signals' candidates; that order joins every signal's
         ranking in weighted RRF as one more vote, with the weight stored beside it
@@ -365,52 +429,78 @@ class ToolSearch:
         it knows the wording of those (everyday and API-style) better than that of a catalog
         where the words of a request must match a tool's, where the lexical signals keep their
         say. Where its gate says requests like this one are served better by its order alone
-        (`LearnedRanker.orders_alone`), that order replaces the zero-shot signals' votes with
-        their weight added to its own, so scores (and a sentence's bonus) keep their scale. A
-        sentence of a longer request follows the whole request's `alone`: the gate judges what
-        the request is like, and one sentence of it looks like another request."""
-        settings = self.settings
+        (`LearnedRanker.orders_alone`), it decides alone. A sentence of a longer request follows
+        the whole request's decision: the gate judges what the request is like, and one sentence
+        of it looks like another request. The ranker was fitted without past requests: where
+        past requests close to this one vote (the intent signal is confident at all), they and
+        the signals decide as in weighted RRF, and the ranker only judges the match."""
         if ranker is None:
-            return ranked.fuse(settings.weights, settings.rrf_k), None, [], False
+            return _Decision(_Say.RRF, fusion)
+        if request.whole.weight_scale.get("intent", 0.0) > 0 and self.settings.fusion == "learned":
+            return _Decision(_Say.RRF, f"weighted RRF (past requests close to this one vote; the {fusion} only judges the match)")
+        if self.settings.fusion != "learned":
+            return _Decision(_Say.RRF, f"weighted RRF (asked for; the {fusion} only judges the match)")
+        if judged is not None and ranker.orders_alone(judged.candidates):
+            return _Decision(_Say.ALONE, f"{fusion}: its gate says its order alone serves requests like this one, and it decides", ranker.weight)
+        return _Decision(_Say.VOTE, f"{fusion}: its order is one vote beside the signals in weighted RRF (weight {ranker.weight:g})", ranker.weight)
+
+    def _judged(
+        self,
+        snapshot: _Snapshot,
+        ranked: _Ranked,
+        ranker: LearnedRanker,
+        sentences: int,
+        depth: int,
+        feature: _RerankerColumn,
+    ) -> _Judged | None:
+        """What the ranker says of one ranked text's candidates; None when no signal listed any."""
         candidates = _candidates(snapshot, ranked, ranker.signals, sentences, depth)
         if not len(candidates):
-            return [], None, [], False
+            return None
         if ranker.reads_reranker:
             assert ranker.reranker_depth is not None, "a ranker reading the reranker names its depth"
-            candidates = feature.added(candidates, settings, ranker.reranker_depth)
+            candidates = feature.added(candidates, self.settings, ranker.reranker_depth)
         probabilities, served = ranker.scored(candidates)
-        if not orders:
-            return ranked.fuse(settings.weights, settings.rrf_k), served, [], False
-        learned = candidates.positions[np.argsort(-probabilities, kind="stable")].tolist()
-        if ranker.orders_alone(candidates) if alone is None else alone:
-            # It takes the zero-shot signals' say as well; the learned signals (overlay phrases
-            # in the expansion field) keep theirs.
+        order = candidates.positions[np.argsort(-probabilities, kind="stable")].tolist()
+        return _Judged(candidates, served, order)
+
+    def _fused(
+        self, ranked: _Ranked, decision: _Decision, judged: _Judged | None
+    ) -> tuple[list[tuple[int, float]], list[int]]:
+        """One ranked text's fused (position, score), best first, as `decision` says, and the
+        learned ranker's order of its candidates (what it `judged`) where that order took part."""
+        settings = self.settings
+        if not decision.orders:
+            return ranked.fuse(settings.weights, settings.rrf_k), []
+        if judged is None:
+            return [], []
+        learned = judged.order
+        if decision.say is _Say.ALONE:
+            # It takes the zero-shot signals' say as well, so scores (and a sentence's bonus) keep
+            # their scale; the learned signals (overlay phrases in the expansion field) keep theirs.
             zero_shot = [name for name in ranked.positions if name not in LEARNED_SIGNALS]
-            say = ranker.weight + sum(settings.weights.get(name, 0.0) for name in zero_shot)
+            say = decision.weight + sum(settings.weights.get(name, 0.0) for name in zero_shot)
             decided = replace(ranked, positions={
                 **{name: ranking for name, ranking in ranked.positions.items() if name in LEARNED_SIGNALS},
                 LEARNED: learned,
             })
-            return decided.fuse({**settings.weights, LEARNED: say}, settings.rrf_k), served, learned, True
+            return decided.fuse({**settings.weights, LEARNED: say}, settings.rrf_k), learned
         voted = replace(ranked, positions={**ranked.positions, LEARNED: learned})
-        return voted.fuse({**settings.weights, LEARNED: ranker.weight}, settings.rrf_k), served, learned, False
+        return voted.fuse({**settings.weights, LEARNED: decision.weight}, settings.rrf_k), learned
 
     def candidates(
         self, query: str, *, depth: int | None = None, servers: Collection[str] | None = None
     ) -> Candidates | None:
-        """What the learned ranker reads for `query` (the whole request), or None while a signal it
-        needs is not ready; fitting the ranker replays these (`toolscout.training.ranker_fit`)."""
+        """What the learned ranker reads for `query` (the whole request, as `search` ranks it up to
+        the cut point), or None while a signal it needs is not ready; fitting the ranker replays
+        these (`toolscout.training.ranker_fit`)."""
         snapshot = self._snapshot
         signals = _ready_signals(snapshot)
         text = query.strip()
         if not text or not snapshot.tools or not all(name in signals for name in RANKER_SIGNALS):
             return None
-        depth = depth or self.settings.candidates
-        parts = request_parts(text) if self.settings.sentence_weight > 0 else []
-        vectors = self._encode(snapshot, parts) if parts else None
-        whole = mean_direction(vectors) if vectors is not None else None
-        ranked = self._rankings(snapshot, signals, text, depth, servers, whole)
-        return _candidates(snapshot, ranked, RANKER_SIGNALS, max(len(parts), 1), depth)
+        request = self._request(snapshot, signals, text, depth or self.settings.candidates, servers)
+        return _candidates(snapshot, request.whole, RANKER_SIGNALS, request.sentences, request.depth)
 
     def _adjusted(
         self,
@@ -440,11 +530,10 @@ class ToolSearch:
 
     def _feature_scorer(self, ranker: LearnedRanker | None) -> CrossEncoderScorer | None:
         """The reranker's scorer when `ranker` reads its score and it can run now, else None."""
-        if ranker is None or not ranker.reads_reranker or self._reranker is None or self.settings.fusion != "learned":
+        column = self._ranker_column
+        if ranker is None or not ranker.reads_reranker or column is None or self.settings.fusion != "learned":
             return None
-        if self.settings.rerank_mode != "feature":
-            return None
-        return self._reranker.scorer(self.model_wait)
+        return column.scorer(self.model_wait)
 
     def _reranker_off(self) -> str:
         """Why the reranker cannot feed the learned ranker on this search (for `--explain`)."""
@@ -453,18 +542,24 @@ class ToolSearch:
             return "the reranker is off"
         if settings.fusion != "learned":
             return "fusion is weighted RRF"
-        if settings.rerank_mode != "feature":
+        if self._ranker_column is None:
             return f"the reranker runs after fusion ({settings.rerank_mode})"
         if self._reranker.error is not None:
             return f"the reranker is unavailable: {self._reranker.error}"
         return "the reranker is still loading"
 
     def _reranked(
-        self, snapshot: _Snapshot, text: str, order: list[int], scores: dict[int, float], exact: list[int]
+        self,
+        reranker: Reranker,
+        snapshot: _Snapshot,
+        text: str,
+        order: list[int],
+        scores: dict[int, float],
+        exact: list[int],
     ) -> tuple[list[int], dict[int, float], dict[int, float]]:
-        """The first `rerank_depth` tools after the exact name matches, rescored by the reranker when
+        """The first `rerank_depth` tools after the exact name matches, rescored by `reranker` when
         it is loaded (`search.rerank`). Returns the order, the scores and the reranker's scores."""
-        scorer = self._reranker.scorer(self.model_wait) if self._reranker is not None else None
+        scorer = reranker.scorer(self.model_wait)
         if scorer is None:
             return order, scores, {}
         pinned = set(exact)
@@ -477,13 +572,14 @@ class ToolSearch:
     def rankings(
         self, query: str, *, depth: int, servers: Collection[str] | None = None
     ) -> SignalRankings:
-        """Each ready signal's best `depth` tools, before fusion, with this query's weight factors."""
+        """Each ready signal's best `depth` tools for the whole request, before fusion (as `search`
+        ranks it up to the cut point), with this query's weight factors."""
         snapshot = self._snapshot
         signals = _ready_signals(snapshot)
         text = query.strip()
         if not text or not snapshot.tools:
             return SignalRankings({})
-        ranked = self._rankings(snapshot, signals, text, depth, servers)
+        ranked = self._request(snapshot, signals, text, depth, servers).whole
         tools = {name: [snapshot.tools[p] for p in positions] for name, positions in ranked.positions.items()}
         return SignalRankings(tools, ranked.weight_scale)
 
@@ -598,13 +694,40 @@ def _candidates(
     )
 
 
+@dataclass(frozen=True)
+class _SignalRow:
+    """One row of the table of signals: its name (`SearchSettings.weights` gives its weight, scaled
+    by the intent confidence for the learned ones, `LEARNED_SIGNALS`), and how a snapshot answers
+    with it, if it is built there (the keyword signals by `catalog_index`, the embedding ones by
+    `ToolSearch._embedded`)."""
+
+    name: str
+    answer: Callable[[_Snapshot], _Signal | None]
+
+
+def _retrieved(name: str) -> _SignalRow:
+    """A signal `catalog_index` builds: its retriever's scores, at full weight."""
+    return _SignalRow(name, lambda s: _unweighed(s.retrievers[name]) if name in s.retrievers else None)
+
+
+# Every signal, in the order fusion reads them (ties keep the order items were first seen in).
+SIGNAL_TABLE: tuple[_SignalRow, ...] = (
+    *(_retrieved(name) for name in LEXICAL_SIGNALS),
+    _SignalRow("dense", lambda s: None if s.dense is None else _unweighed(s.dense)),
+    # Scores, and its confidence for this query.
+    _SignalRow("intent", lambda s: None if s.intent is None else s.intent.vote),
+)
+assert tuple(row.name for row in SIGNAL_TABLE) == SIGNALS, "the table lists every signal of the settings"
+
+
 def _ready_signals(snapshot: _Snapshot) -> dict[str, _Signal]:
-    signals = {name: _unweighed(retriever) for name, retriever in snapshot.retrievers.items()}
-    if snapshot.dense is not None:
-        signals["dense"] = _unweighed(snapshot.dense)
-    if snapshot.intent is not None:
-        signals["intent"] = snapshot.intent.vote  # scores, and its confidence for this query
-    return signals
+    """Each signal of the table the snapshot can answer with now, in the table's order."""
+    ready = {}
+    for row in SIGNAL_TABLE:
+        signal = row.answer(snapshot)
+        if signal is not None:
+            ready[row.name] = signal
+    return ready
 
 
 def _unweighed(retriever: Retriever) -> _Signal:

@@ -5,8 +5,11 @@ engine hands the scorer loaded here to the ranker's column (`toolscout.search.en
 below, after fusion, are the other way of using it.
 
 The model is loaded once, on first need: in the worker thread that runs `ToolSearch.complete`,
-after the embedding model, or by the first search when nothing completes. Missing or unusable
-files turn the reranker off with one log line, never an error: searches keep the fused order.
+after the embedding model, or by the first search when nothing completes. `bundled` names the
+trained reranker of the optional `toolscout-reranker` package: asking for it when that package is
+not installed is a configuration error at once, saying how to install it. Missing or unusable
+files of a model found turn the reranker off with one log line, never an error: searches keep the
+fused order.
 
 How its scores combine with the fused ranking (`SearchSettings.rerank_mode`) is one function,
 `reranked`, which only permutes the candidates among their own places, so tools pinned ahead of them
@@ -21,7 +24,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from toolscout.index.model_files import BUNDLED_RERANKER_DIR, DEFAULT_MODEL
+from toolscout.index.model_files import DEFAULT_MODEL, bundled_reranker_dir, resolve_reranker
 
 if TYPE_CHECKING:
     from toolscout.index.cross_encoder import CrossEncoderScorer
@@ -37,6 +40,8 @@ class Reranker:
 
     def __init__(self, settings: SearchSettings) -> None:
         self._settings = settings
+        if settings.reranker is not None and settings.reranker.strip() == DEFAULT_MODEL:
+            bundled_reranker_dir()  # at once, not in a worker: ConfigError saying how to install it
         self._lock = threading.Lock()
         self._scorer: CrossEncoderScorer | None = None
         # Why the reranker is off, once loading failed (logged once; searches keep the fused order).
@@ -61,16 +66,9 @@ class Reranker:
 
     def _load(self) -> CrossEncoderScorer | None:
         from toolscout.index.cross_encoder import load_cross_encoder
-        from toolscout.index.model_files import resolve_model
-
         spec = self._settings.reranker
         try:
-            if spec is not None and spec.strip() == DEFAULT_MODEL and not any(BUNDLED_RERANKER_DIR.glob("*.onnx")):
-                # Not an error: a build may ship no reranker; say so once at INFO.
-                self.error = f"no reranker model is shipped in {BUNDLED_RERANKER_DIR}"
-                log.info("reranker off: %s", self.error)
-                return None
-            location = resolve_model(spec, bundled=BUNDLED_RERANKER_DIR, what="reranker")
+            location = resolve_reranker(spec)
             assert location is not None, "reranker enabled without a model"
             scorer = load_cross_encoder(location, work_dir=self._settings.resolved_cache_dir)
         except Exception as exc:  # the one seam where reranker loading failures turn it off

@@ -127,8 +127,8 @@ class SearchSettings:
     # destructive tools): it lies between the RRF score ratios of ranks 1:2 (6/7) and 1:3 (6/8) at
     # k = 5, so a destructive tool gives up at most one place to a constructive one. 1 turns it off.
     destructive_factor: float = 0.8
-    # The cross-encoder that rescores the first candidates: "bundled" (shipped inside toolscout; off,
-    # with one log line, while a build ships none), an installed package or a folder (a
+    # The cross-encoder that rescores the first candidates: "bundled" (the optional package
+    # toolscout-reranker; an error saying how to install it without it), an installed package or a folder (a
     # sentence-transformers CrossEncoder is exported to ONNX once); None or "none" turns it off.
     # Off by default: the first trained reranker won on everyday requests and lost on etom_mcp, and
     # costs a model run per rescored tool (docs/benchmarks.md, "Reranker").

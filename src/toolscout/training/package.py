@@ -81,7 +81,7 @@ def package_model(run_dir: Path, model_dir: Path, target: Path) -> Path:
 
 def package_reranker(model_dir: Path, target: Path, *, max_tokens: int = DEFAULT_MAX_TOKENS) -> Path:
     """Write the runtime files of the CrossEncoder in `model_dir` into `target` (e.g. the shipped
-    `src/toolscout/index/reranker`): model.onnx, tokenizer.json, reranker_config.json (at most
+    `packages/toolscout-reranker/src/toolscout_reranker`): model.onnx, tokenizer.json, reranker_config.json (at most
     `max_tokens` per pair) and reference_scores.json."""
     location = resolve_model(str(model_dir), what="reranker")
     assert location is not None

@@ -472,11 +472,11 @@ def with_reranker(plain: LearnedRanker, examples: Sequence[Example], catalogs: S
     """The ranker refitted with the reranker's columns at depth `args.reranker_depth` (and their
     products with CONTEXT), `plain` stored beside it for when the reranker is off."""
     from toolscout.index.cross_encoder import load_cross_encoder
-    from toolscout.index.model_files import BUNDLED_RERANKER_DIR, file_digest, resolve_model
+    from toolscout.index.model_files import file_digest, resolve_reranker
     from toolscout.search.settings import SearchSettings
     from toolscout.training.reranker_column import ScoreCache, documents_of, score_heads, with_reranker_column
 
-    location = resolve_model(args.reranker, bundled=BUNDLED_RERANKER_DIR, what="reranker")
+    location = resolve_reranker(args.reranker)
     assert location is not None and location.onnx_file is not None, "the reranker needs its ONNX file"
     scorer = load_cross_encoder(location, work_dir=SearchSettings().resolved_cache_dir)
     cache = ScoreCache.of(args.scores, model_digest(args.model), file_digest(location.onnx_file), "train")

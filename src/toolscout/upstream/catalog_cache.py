@@ -10,7 +10,11 @@ file per set of registries in `<data dir>/catalogs/`; such a file is read (and m
 when the store has no record yet. An upstream still starting keeps what was seen of it before.
 A file written for other registry contents (a server added, a command or URL changed) is not used.
 Tools are kept as listed, before any screen: the reader screens and enriches them as a gateway
-does, so it answers as `serve` would.
+does, so it answers as `serve` would. Each upstream's tools are kept as one JSON text rather than
+as JSON values of the record: a store orders the keys of the values it keeps (SQLite's rows are
+written with sorted keys, Postgres's jsonb sorts them), and the order of a schema's properties is
+part of what is indexed (the dense document names the parameters in that order), so a catalog read
+back with its keys sorted would rank differently from the one the gateway listed.
 
     save_catalog(registries, specs, listed, statuses, state=location)     # a gateway, after each change
     seen = load_catalog(registries, specs, state=location)   # None: nothing usable; connect instead
@@ -42,7 +46,8 @@ __all__ = ["SeenCatalog", "catalogs_dir", "load_catalog", "save_catalog"]
 
 logger = logging.getLogger(__name__)
 
-_VERSION = 1
+# 2: each upstream's tools as one JSON text, key order kept (version 1's came back with keys sorted).
+_VERSION = 2
 
 
 def catalogs_dir() -> Path:
@@ -106,7 +111,7 @@ def save_catalog(
                     if status.state is State.STARTING and status.name in previous:
                         upstreams[status.name] = previous[status.name]
                         continue
-                    tools = [_record_row(tool) for tool in listed.tools if tool.server == status.name]
+                    tools = _tools_text([tool for tool in listed.tools if tool.server == status.name])
                     upstreams[status.name] = {"seen_at": now, "status": _status_row(status), "tools": tools}
                 records.put(_key(registries), {
                     "version": _VERSION, "registries": registry_key(registries), "specs": spec_key, "upstreams": upstreams,
@@ -137,7 +142,7 @@ def load_catalog(
         return None
     try:
         statuses = tuple(_status(upstreams[spec.name]["status"]) for spec in sorted(specs, key=lambda s: s.name))
-        records = [ToolRecord(**{**row, "expansion": ()}) for spec in specs for row in upstreams[spec.name]["tools"]]
+        records = [ToolRecord(**{**row, "expansion": ()}) for spec in specs for row in _tool_rows(upstreams[spec.name])]
         seen_at = min(float(upstreams[spec.name]["seen_at"]) for spec in specs)
     except (KeyError, TypeError, ValueError) as exc:
         logger.info("the cached catalog is incomplete or from another version (%s); connecting instead", exc)
@@ -181,10 +186,21 @@ def _legacy(key: str) -> Any:
     return data
 
 
-def _record_row(tool: ToolRecord) -> dict[str, Any]:
-    row = dataclasses.asdict(tool)
-    del row["expansion"]  # added by the reader's own enrichment, as a gateway adds it
-    return row
+def _tools_text(tools: Sequence[ToolRecord]) -> str:
+    """The tools as one JSON text, every mapping in the order the upstream listed it."""
+    rows = []
+    for tool in tools:
+        row = dataclasses.asdict(tool)
+        del row["expansion"]  # added by the reader's own enrichment, as a gateway adds it
+        rows.append(row)
+    return json.dumps(rows, ensure_ascii=False)
+
+
+def _tool_rows(upstream: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = json.loads(upstream["tools"])
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise TypeError("the kept tools are not a list of records")
+    return rows
 
 
 def _status_row(status: UpstreamStatus) -> dict[str, Any]:
