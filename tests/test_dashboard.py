@@ -152,6 +152,15 @@ def _text(browser: Any, selector: str) -> str:
     return _eventually(lambda: browser.find_elements(By.CSS_SELECTOR, selector))[0].text
 
 
+def _submit(browser: Any, button: Any) -> None:
+    """Click a form's button and wait until the browser shows the page that answered."""
+    from selenium.webdriver.support.expected_conditions import staleness_of
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    button.click()
+    WebDriverWait(browser, 30).until(staleness_of(button))
+
+
 def _operator(base: str, path: str, token: str = OPERATOR) -> httpx.Response:
     return httpx.get(base + path, headers={"Authorization": f"Bearer {token}"})
 
@@ -197,7 +206,7 @@ def test_a_change_without_its_csrf_token_or_from_another_origin_is_refused(gatew
     browser.get(gateways.first.base + "/ui/tools")
     form = browser.find_element(By.CSS_SELECTOR, "article.pending[data-tool$='/get_price'] form")
     browser.execute_script("arguments[0].querySelector('input[name=csrf]').remove()", form)
-    form.find_element(By.CSS_SELECTOR, "button").click()
+    _submit(browser, form.find_element(By.CSS_SELECTOR, "button"))
     assert "CSRF token is missing" in _text(browser, "#message")
     assert [change.name for change in PinStore(gateways.state).pending()] == ["get_price"]
     bearer = {"Authorization": f"Bearer {OPERATOR}"}
@@ -225,10 +234,10 @@ def test_a_rejected_change_stays_withheld_and_approving_it_serves_the_tool_here_
     assert "Get the price of a product in the shop, in euros." in pending
     assert "withheld" in _text(browser, "#tools tr[data-tool='shop__get_price']")
     screenshot(browser, "tools")
-    browser.find_element(By.CSS_SELECTOR, "article.pending[data-tool$='/get_price'] button.reject").click()
+    _submit(browser, browser.find_element(By.CSS_SELECTOR, "article.pending[data-tool$='/get_price'] button.reject"))
     assert "rejected by dashboard (signed in by link)" in _text(browser, "article.pending[data-tool$='/get_price'] .rejected")
     assert "withheld" in _text(browser, "#tools tr[data-tool='shop__get_price']")
-    browser.find_element(By.CSS_SELECTOR, "article.pending[data-tool$='/get_price'] button.approve").click()
+    _submit(browser, browser.find_element(By.CSS_SELECTOR, "article.pending[data-tool$='/get_price'] button.approve"))
     assert browser.current_url == gateways.first.base + "/ui/tools"
     assert browser.find_elements(By.CSS_SELECTOR, "article.pending") == []
     _eventually(lambda: "served" in _text(browser, "#tools tr[data-tool='shop__get_price']") or browser.refresh())
@@ -261,7 +270,7 @@ def test_the_playground_shows_the_ranking_search_tools_gives(gateways: Gateways,
     browser.get(gateways.first.base + "/ui/search")
     field = browser.find_element(By.CSS_SELECTOR, "#search-form input[name=q]")
     field.send_keys(query)
-    browser.find_element(By.CSS_SELECTOR, "#search-form button").click()
+    _submit(browser, browser.find_element(By.CSS_SELECTOR, "#search-form button"))
     rows = browser.find_elements(By.CSS_SELECTOR, "#results tbody tr")
     assert [row.get_attribute("data-tool") for row in rows] == agent_gets
     assert agent_gets[0] == "shop__render_banner"
@@ -279,7 +288,7 @@ def test_a_learned_example_is_removed_from_the_shared_store_in_the_browser(gatew
     browser.get(gateways.first.base + "/ui/learning")
     assert "how much does a widget cost" in _text(browser, "#examples tr[data-tool='shop__get_price']")
     screenshot(browser, "learning")
-    browser.find_element(By.CSS_SELECTOR, "#examples tr[data-tool='shop__get_price'] button").click()
+    _submit(browser, browser.find_element(By.CSS_SELECTOR, "#examples tr[data-tool='shop__get_price'] button"))
     # The search and call the agent made in the playground test taught one: that one stays.
     _eventually(lambda: "widget" not in _text(browser, "main"))
     assert "render the banner of the shop" in _text(browser, "#examples")
