@@ -1,7 +1,7 @@
 """toolscout against the tool searches a user could pick instead, in one run on the same data.
 
     .venv/bin/python benchmarks/compare_peers.py [DATASET_DIR ...] [-k 10] [--limit-queries N]
-        [--stackone-python PATH] [--skip NAME,...] [--update-docs docs/benchmarks.md]
+        [--stackone-python PATH] [--skip NAME,...] [--update-docs docs/lab/benchmarks-log.md]
 
 Per data set: toolscout (hybrid, lexical fusion, each signal alone), plain bm25s (the benchmark
 README's reference), ToolPicker with toolscout's embedding model, and StackOne's local BM25 +

@@ -1,6 +1,6 @@
 """What installing toolscout costs: venv size and package count, and what pip would download.
 
-Two measurements, each printing a Markdown table row per case (docs/benchmarks.md, "Install size"):
+Two measurements, each printing a Markdown table row per case (docs/lab/benchmarks-log.md, "Install size"):
 
     # a fresh venv per case: `pip install SOURCE` (after the optional --first requirement)
     python benchmarks/install_size.py venv --name "main, CPU torch" --first torch==2.13.0 \

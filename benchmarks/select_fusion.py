@@ -118,7 +118,9 @@ def main() -> int:
     logging.getLogger("bm25s").setLevel(logging.WARNING)
 
     examples = dev_examples(args)
-    ranker = load_ranker(args.ranker) if args.ranker else _shipped_ranker(args.model)
+    ranker = (load_ranker(args.ranker.parent, args.ranker.name) if args.ranker else _shipped_ranker(args.model))[0]
+    if ranker is None:
+        parser.error("no usable ranker: give --ranker FILE, or a model with its ranker.json")
     probabilities = {id(e): ranker.probabilities(e.candidates) for es in examples.values() for e in es}
     votes = [float(v) for v in args.votes.split(",")]
     thresholds = [None if t == "none" else float(t) for t in args.alone_above.split(",")]
@@ -156,13 +158,12 @@ def dev_examples(args: argparse.Namespace) -> dict[str, list[Example]]:
     return out
 
 
-def _shipped_ranker(model: str) -> LearnedRanker:
+def _shipped_ranker(model: str) -> tuple[LearnedRanker | None, str]:
     from toolscout.index.model_files import resolve_model
-    from toolscout.search.ranker import RANKER_FILE
 
     location = resolve_model(model)
     assert location is not None
-    return load_ranker(location.folder / RANKER_FILE)
+    return load_ranker(location.folder)
 
 
 def _l2(ranker: LearnedRanker) -> float:

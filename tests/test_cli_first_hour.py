@@ -14,7 +14,8 @@ from pathlib import Path
 from support.registries import failing_server, python_server, write_registry
 from support.wiring import NOTE, POISON, SEND, scripted
 
-from toolscout.registry.loading import default_registry_path, load_registries
+from toolscout.registry.loading import load_registries
+from toolscout.registry.sources import default_registry_path
 
 
 def toolscout(*args: str) -> subprocess.CompletedProcess[str]:
@@ -74,7 +75,8 @@ def test_search_json_is_the_search_tools_answer_with_weak_match_and_notice(tmp_p
                      "--weights", "bm25_description=0.5,dense=1")
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
-    assert set(answer) == {"tools", "notice", "omitted", "weak_match", "servers"}
+    assert set(answer) == {"tools", "notice", "omitted", "confidence", "weak_match", "servers"}
+    assert answer["confidence"] is None  # the ranker it reads cannot run here
     assert answer["weak_match"] is True
     assert answer["notice"].startswith("Nothing here serves this request well")
     assert sorted(line.split(" (")[0] for line in answer["servers"]) == ["notes", "paged", "weather"]

@@ -10,15 +10,11 @@ from pathlib import Path
 import pytest
 
 from toolscout.errors import ConfigError
-from toolscout.registry.loading import (
-    ServerSpec,
-    default_registry_path,
-    follow_text_symlink,
-    load_registries,
-    redact,
-    resolve_command,
-    upstream_environment,
-)
+from toolscout.registry.loading import load_registries
+from toolscout.registry.sources import default_registry_path, follow_text_symlink
+from toolscout.registry.spec import ServerSpec
+from toolscout.secrets import redact
+from toolscout.upstream.launch import resolve_command, upstream_environment
 
 
 def write(tmp_path: Path, name: str, data: object) -> Path:

@@ -15,7 +15,7 @@ from toolscout.learning.examples import (
     write_examples,
 )
 from toolscout.learning.expansion import apply_expansions
-from toolscout.learning.storage import DATA_DIR_ENV
+from toolscout.state.files import DATA_DIR_ENV
 from toolscout.learning.usage import UsageStore, UsageTracker, default_usage_path
 
 

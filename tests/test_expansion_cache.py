@@ -6,7 +6,7 @@ from toolscout.catalog import ToolRecord
 from toolscout.cli import main
 from toolscout.learning.expansion import apply_expansions
 from toolscout.learning.expansion_cache import ExpansionCache, default_expansions_path
-from toolscout.learning.storage import DATA_DIR_ENV
+from toolscout.state.files import DATA_DIR_ENV
 from toolscout.learning.usage import UsageStore
 
 LOG = ToolRecord(id="git__git_log", name="git_log", server="git", description="Shows the commit logs")

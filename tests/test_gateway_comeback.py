@@ -19,7 +19,8 @@ from support.waiting import wait_until
 from upstreams import weather_server
 
 from toolscout.gateway import Gateway, GatewayOptions
-from toolscout.registry.loading import ServerSpec, load_registries
+from toolscout.registry.loading import load_registries
+from toolscout.registry.spec import ServerSpec
 from toolscout.search import ToolSearch
 from toolscout.serving.server import build_server
 from toolscout.upstream import State

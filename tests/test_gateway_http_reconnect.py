@@ -20,7 +20,7 @@ from starlette.responses import PlainTextResponse
 from upstreams import weather_server
 
 from toolscout.gateway import Gateway, GatewayOptions
-from toolscout.registry.loading import ServerSpec
+from toolscout.registry.spec import ServerSpec
 from toolscout.search import ToolSearch
 
 pytestmark = pytest.mark.anyio

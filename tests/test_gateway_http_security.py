@@ -27,7 +27,7 @@ from support.waiting import wait_until
 from upstreams import weather_server
 
 from toolscout.gateway import Gateway, GatewayOptions
-from toolscout.registry.loading import ServerSpec
+from toolscout.registry.spec import ServerSpec
 from toolscout.search import ToolSearch
 from toolscout.serving.http import http_app
 from toolscout.serving.server import build_server

@@ -16,7 +16,7 @@ from support.registries import fast_search_settings
 from upstreams import weather_server
 
 from toolscout.gateway import Gateway, GatewayOptions
-from toolscout.registry.loading import ServerSpec
+from toolscout.registry.spec import ServerSpec
 from toolscout.search import ToolSearch
 from toolscout.upstream import State
 

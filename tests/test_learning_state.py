@@ -23,7 +23,7 @@ from mcp import Client
 from toolscout.app import App, LearningOptions, PinOptions
 from toolscout.catalog import ToolRecord
 from toolscout.learning import ExpansionCache, UsageStore
-from toolscout.learning.storage import data_dir
+from toolscout.state.files import data_dir
 from toolscout.state import open_state
 from toolscout.state.store import MIGRATIONS, SCHEMA_VERSION
 

@@ -108,7 +108,7 @@ def test_a_changed_model_file_changes_the_cache_key(tmp_path):
 
 
 def _pretend_missing(monkeypatch, *names):
-    import toolscout.training.extra as extra
+    import toolscout.index.model_files as extra
 
     real = extra.importlib.util.find_spec
     monkeypatch.setattr(extra.importlib.util, "find_spec", lambda name, *a: None if name in names else real(name, *a))

@@ -17,7 +17,7 @@ from support.serve_process import serve_command, served_over_http
 
 import toolscout
 from toolscout.gateway import Gateway, GatewayOptions
-from toolscout.registry.loading import ServerSpec
+from toolscout.registry.spec import ServerSpec
 from toolscout.search import ToolSearch
 from toolscout.upstream.self_reference import self_reference
 

@@ -24,7 +24,8 @@ from upstreams import oauth_server
 from toolscout.gateway import Gateway, GatewayOptions
 from toolscout.oauth.login import sign_in
 from toolscout.oauth.tokens import TokenFile, tokens_dir
-from toolscout.registry.loading import ServerSpec, load_registries
+from toolscout.registry.loading import load_registries
+from toolscout.registry.spec import ServerSpec
 from toolscout.search import ToolSearch
 from toolscout.upstream import State
 

@@ -23,7 +23,8 @@ from support.wiring import NOTE, RELOAD, catalog_where, echoed, scripted
 
 from toolscout.catalog import ToolRecord
 from toolscout.gateway import Gateway
-from toolscout.registry.loading import ServerSpec, load_registries
+from toolscout.registry.loading import load_registries
+from toolscout.registry.spec import ServerSpec
 from toolscout.search import ToolSearch
 from toolscout.security.pinning import PinStatus, PinStore
 from toolscout.security.screens import PinScreen

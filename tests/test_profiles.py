@@ -20,7 +20,7 @@ from support.registries import python_server, time_server
 from support.serve_process import serve_command, served_over_http
 
 from toolscout.errors import ConfigError, UnknownToolError
-from toolscout.profiles import load_profiles
+from toolscout.registry.profiles import load_profiles
 
 pytestmark = pytest.mark.anyio
 

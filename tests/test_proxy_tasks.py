@@ -16,7 +16,7 @@ from support.gateway_session import app_config, text_of
 from support.registries import python_server, write_registry
 
 from toolscout.app import App
-from toolscout.tasks import TASK_METHOD_REFUSAL, TASKS_EXTENSION
+from toolscout.upstream.tasks import TASK_METHOD_REFUSAL, TASKS_EXTENSION
 
 pytestmark = pytest.mark.anyio
 

@@ -18,6 +18,7 @@ from support.http_registry import HttpRegistry, listed
 from support.registries import fast_search_settings
 from upstreams import weather_server
 
+from toolscout.app import App, AppConfig
 from toolscout.errors import ConfigError
 from toolscout.gateway import Gateway, GatewayOptions
 from toolscout.registry.fetching import registries_dir
@@ -212,6 +213,22 @@ async def test_a_remote_server_listed_by_a_url_registry_is_searched_and_called(
             hit = (await gateway.search("forecast for a city", limit=1)).hits[0]
             result = await gateway.call(hit.tool, {"city": "Lisbon", "days": 1})
     assert result.structured_content == {"city": "Lisbon", "days": 1, "summary": ["day 1: sunny, 21 C"]}
+
+
+@pytest.mark.anyio
+async def test_toolscout_assembled_over_a_registry_url_serves_it_instead_of_failing_to_watch_it_as_a_file(
+    registry: HttpRegistry, weather_url: str
+) -> None:
+    registry.servers = [listed({"name": "io.github.example/weather", "version": "1.0.0",
+                                "description": "Weather", "remotes": [{"type": "streamable-http", "url": weather_url}]})]
+    config = AppConfig(registries=(registry.url("/v0.1/servers"),), search=fast_search_settings())
+    with anyio.fail_after(30):
+        async with App(config) as app:
+            # Its background work (the watch of registry files among them) runs beside this.
+            await app.gateway.ready(20)
+            hit = (await app.gateway.search("forecast for a city", limit=1)).hits[0]
+            result = await app.gateway.call(hit.tool, {"city": "Oslo", "days": 1})
+    assert result.structured_content["city"] == "Oslo"
 
 
 @pytest.mark.anyio

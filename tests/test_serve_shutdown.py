@@ -190,7 +190,7 @@ async def test_an_http_gateway_whose_host_closes_its_stdin_pipe_stops(tmp_path: 
 def test_the_shutdown_bound_exits_with_the_code_of_the_way_it_was_stopped(tmp_path: Path, transport: str, code: int) -> None:
     # An ordered shutdown that never ends (a loop stuck in sleep): the 5 s bound ends the process.
     script = (
-        "import time, sys; from pathlib import Path; from toolscout.shutdown import Shutdown; "
+        "import time, sys; from pathlib import Path; from toolscout.serving.shutdown import Shutdown; "
         f"s = Shutdown(Path({str(tmp_path / 'status.json')!r}), {transport!r}); "
         f"s.begin('received SIGTERM', {code}); time.sleep(60)"
     )

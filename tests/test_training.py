@@ -101,7 +101,7 @@ def test_a_run_folder_refuses_a_different_plan(folder, tmp_path):
 def test_training_without_the_extra_names_the_extra(monkeypatch):
     import importlib.util
 
-    from toolscout.training import extra
+    from toolscout.index import model_files as extra
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))

@@ -21,7 +21,7 @@ from support.registries import fast_search_settings, python_server, write_regist
 from upstreams import weather_server
 
 from toolscout.gateway import Gateway, GatewayOptions
-from toolscout.registry.loading import ServerSpec
+from toolscout.registry.spec import ServerSpec
 from toolscout.search import ToolSearch
 from toolscout.upstream import State
 from toolscout.upstream.error_text import MAX_ERROR_CHARS, upstream_error_text

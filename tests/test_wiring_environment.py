@@ -20,7 +20,9 @@ from support.registries import python_server, write_registry
 from support.gateway_session import gateway_session, text_of
 
 from toolscout.gateway import Gateway, GatewayOptions
-from toolscout.registry.loading import ServerSpec, load_registries, system_ca_bundle, upstream_environment
+from toolscout.registry.loading import load_registries
+from toolscout.registry.spec import ServerSpec
+from toolscout.upstream.launch import system_ca_bundle, upstream_environment
 from toolscout.search import SearchSettings, ToolSearch
 from toolscout.upstream import State
 

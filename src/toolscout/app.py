@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from toolscout.dashboard import Dashboard
     from toolscout.gateway import CatalogIndexer, CatalogListener, Gateway, SummaryScreen, ToolScreen
     from toolscout.learning.sources import LearningSources
-    from toolscout.registry.loading import ServerSpec
+    from toolscout.registry.sources import RegistrySource
+    from toolscout.registry.spec import ServerSpec
     from toolscout.search import ToolSearch
     from toolscout.search.settings import SearchSettings
     from toolscout.security.order_classifier import OrderClassifier
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from toolscout.serving.clients import ClientTokens
     from toolscout.serving.http import SessionLimits
     from toolscout.serving.scoped import ProfileChooser
-    from toolscout.shutdown import Shutdown
+    from toolscout.serving.shutdown import Shutdown
     from toolscout.state.replicas import ReplicaBoard
 
 __all__ = [
@@ -114,7 +115,7 @@ class ServingOptions:
     ready_wait: float = DEFAULT_READY_WAIT
     # Sessions per client and their idle timeout (serving/http.py); None: the defaults.
     sessions: SessionLimits | None = None
-    # The profile a client gets unless its HTTP path names another (`toolscout.profiles`);
+    # The profile a client gets unless its HTTP path names another (`toolscout.registry.profiles`);
     # None: the whole gateway.
     profile: str | None = None
     # Open the dashboard's sign-in link in a browser once serving (`toolscout ui`).
@@ -126,8 +127,9 @@ class AppConfig:
     """Everything toolscout runs with, read from a command's arguments once."""
 
     gateway: GatewayOptions = GatewayOptions()
-    # The registries named on the command line (files, and URLs as str); none: the bundled one.
-    registries: tuple[Path | str, ...] = ()
+    # The registries named on the command line (a path or str is read as `source_of` reads it);
+    # none: the bundled one.
+    registries: tuple[RegistrySource | Path | str, ...] = ()
     model: str | None = None
     weights: str | None = None
     # None: the default reranker (none); "bundled", a package or a folder: that one.
@@ -147,10 +149,10 @@ class AppConfig:
     learning: LearningOptions | None = None
     serving: ServingOptions = field(default_factory=ServingOptions)
 
-    def registry_paths(self) -> list[Path | str]:
-        from toolscout.registry.loading import default_registry_path
+    def registry_sources(self) -> list[RegistrySource]:
+        from toolscout.registry.sources import bundled_registry, sources_of
 
-        return list(self.registries) or [default_registry_path()]
+        return sources_of(self.registries) or [bundled_registry()]
 
 
 @dataclass
@@ -212,9 +214,10 @@ def _learning_sources(config: AppConfig, learning: LearningOptions) -> LearningS
     from toolscout.learning.expansion_cache import default_expansions_path
     from toolscout.learning.sources import LearningSources
     from toolscout.learning.usage import default_usage_path
+    from toolscout.registry.sources import registry_files
     from toolscout.state.location import state_exists
 
-    overlays = [*discover_overlays(config.registry_paths()), *learning.overlays]
+    overlays = [*discover_overlays(registry_files(config.registry_sources())), *learning.overlays]
     state = state_location(config)
     # Without recording (or expanding), a store that was never created is not created for nothing.
     known = state_exists(state)
@@ -294,7 +297,7 @@ def load_specs(config: AppConfig) -> list[ServerSpec]:
     from toolscout.registry.loading import load_registries
     from toolscout.secrets import redact_logs
 
-    specs = load_registries(config.registry_paths())
+    specs = load_registries(config.registry_sources())
     redact_logs(secret for spec in specs for secret in spec.secrets)
     return specs
 
@@ -334,7 +337,7 @@ def remember(gateway: Gateway, config: AppConfig, specs: Sequence[ServerSpec]) -
     from toolscout.upstream.catalog_cache import save_catalog
 
     save_catalog(
-        config.registry_paths(), specs, gateway.listed(), gateway.statuses(screened=False), state=state_location(config)
+        config.registry_sources(), specs, gateway.listed(), gateway.statuses(screened=False), state=state_location(config)
     )
 
 
@@ -401,6 +404,7 @@ class App:
 
     async def _start(self, stack: Any, specs: list[ServerSpec], hooks: GatewayHooks) -> None:
         from toolscout.learning import UsageTracker
+        from toolscout.registry.sources import registry_files
         from toolscout.registry.watching import follow_changes
         from toolscout.serving.learning_hooks import Learning, SamplingExpansion
         from toolscout.serving.metrics import GatewayMetrics
@@ -430,12 +434,12 @@ class App:
             background.start_soon(sources.follow_changes, gateway.rescreen, learning_options.follow_interval)
         if self._specs is None:
             # An edit of the registry is followed: a fixed entry is started without a restart.
-            background.start_soon(follow_changes, config.registry_paths(), self._reload_registry)
+            background.start_soon(follow_changes, registry_files(config.registry_sources()), self._reload_registry)
         # So that `toolscout tools` can show restarts and give-ups only this process knows of
         # (on every host, for replicas sharing a Postgres state store).
         background.start_soon(
             functools.partial(
-                publish_statuses, lambda: gateway.statuses(screened=False), config.registry_paths(),
+                publish_statuses, lambda: gateway.statuses(screened=False), config.registry_sources(),
                 config.serving.transport, board=board,
             )
         )
@@ -506,10 +510,10 @@ def _profile_chooser(config: AppConfig, specs: Sequence[ServerSpec]) -> ProfileC
     client's token is bound to (a token file entry's "profile"); None when there are none (and no
     --profile); ConfigError when one is wrong or a named one does not exist."""
     from toolscout.errors import ConfigError
-    from toolscout.profiles import load_profiles
+    from toolscout.registry.profiles import load_profiles
     from toolscout.serving.scoped import ProfileChooser
 
-    profiles = load_profiles(config.registry_paths(), [spec.name for spec in specs])
+    profiles = load_profiles(config.registry_sources(), [spec.name for spec in specs])
     default = profiles.get(config.serving.profile) if config.serving.profile else None
     bound = {}
     for client in config.serving.clients.clients if config.serving.clients is not None else ():

@@ -20,12 +20,17 @@ import sys
 from typing import Any
 
 from toolscout import __version__
-from toolscout.request_ids import RequestIdFilter
+from toolscout.serving.request_ids import RequestIdFilter
 
 __all__ = ["COMMAND_MODULES", "QUIET_COMMANDS", "build_parser", "configure_logging", "main"]
 
 # Order is the order `toolscout --help` lists them in.
 COMMAND_MODULES = ("serve", "ui", "search", "tools", "approve", "restore_state", "login", "eval", "tune", "examples", "expansions", "train_model", "train_reranker")
+# Command words whose module is not named after them.
+_COMMAND_MODULE_OF = {
+    **{name.replace("_", "-"): name for name in COMMAND_MODULES},
+    "logout": "login",
+}
 # Commands a person runs to read an answer: their log shows warnings only, unless -v.
 QUIET_COMMANDS = frozenset({"search", "tools"})
 
@@ -36,7 +41,10 @@ def _add_logging_options(parser: argparse.ArgumentParser, *, default: object) ->
     parser.add_argument("-q", "--quiet", action="store_true", default=default, help="only errors on stderr")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or with `command` (a command name) of that one only: running a
+    command then imports its own module alone, so `toolscout serve` never loads the evaluation and
+    training code the other commands' options are read from."""
     parser = argparse.ArgumentParser(
         prog="toolscout",
         description="MCP gateway: many upstream MCP servers behind search_tools and execute_tool.",
@@ -44,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"toolscout {__version__}")
     _add_logging_options(parser, default=None)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    module_name = _COMMAND_MODULE_OF.get(command or "")
+    for name in COMMAND_MODULES if module_name is None else (module_name,):
         try:
             module = importlib.import_module(f"toolscout.commands.{name}")
         except ModuleNotFoundError as exc:
@@ -118,8 +127,14 @@ def configure_logging(verbose: int, quiet: bool, *, quiet_by_default: bool = Fal
     logging.basicConfig(level=level, handlers=[handler])
 
 
+def _command_in(argv: list[str]) -> str | None:
+    """The command word of a command line (the first word not an option), if any."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(_command_in(argv))
     args = parser.parse_args(argv)
     configure_logging(args.verbose or 0, bool(args.quiet), quiet_by_default=args.command in QUIET_COMMANDS)
     if args.command != "serve":

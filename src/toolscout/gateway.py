@@ -42,7 +42,7 @@ import anyio.to_thread
 
 from toolscout.catalog import Catalog, ToolRecord
 from toolscout.naming import id_server
-from toolscout.registry.loading import ServerSpec
+from toolscout.registry.spec import ServerSpec
 from toolscout.search import SearchEngine, SearchResponse
 from toolscout.upstream.defaults import (
     DEFAULT_CALL_TIMEOUT,
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     import mcp_types as types
 
     from toolscout.learning.examples import Example
-    from toolscout.upstream.connection import InputRound, ProgressFn
+    from toolscout.upstream.session import Caller, InputRound, ProgressFn
     from toolscout.upstream.offerings import Offerings
 
 __all__ = [
@@ -213,6 +213,7 @@ class Gateway:
         summary_screen: SummaryScreen | None = None,
     ) -> None:
         # The MCP SDK comes with the pool: imported here, by a gateway that may connect.
+        from toolscout.oauth.provider import upstream_auth
         from toolscout.upstream.offerings import Offerings
         from toolscout.upstream.pool import UpstreamPool
 
@@ -232,6 +233,7 @@ class Gateway:
             limits=options.limits,
             on_change=self._on_pool_change,
             on_notice=self._on_notice,
+            sign_in=upstream_auth,
         )
         self._listeners: list[CatalogListener] = []
         self._offerings: Offerings = Offerings()
@@ -445,14 +447,16 @@ class Gateway:
 
     async def call(
         self, tool: ToolRecord, arguments: Mapping[str, Any], progress: ProgressFn | None = None,
-        round_: InputRound | None = None,
+        round_: InputRound | None = None, *, caller: Caller | None = None,
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Call `tool` on its upstream; "input required" only for a client that cannot be asked
-        back (`toolscout.upstream.connection.InputRound`)."""
-        return await self._pool.call(tool, arguments, progress, round_)
+        back (`toolscout.upstream.session.InputRound`). `caller`: the client whose call it is,
+        where the upstream's questions during it go."""
+        return await self._pool.call(tool, arguments, progress, round_, caller=caller)
 
     async def read_resource(
-        self, uri: str, round_: InputRound | None = None, *, allows: ServerFilter | None = None
+        self, uri: str, round_: InputRound | None = None, *, allows: ServerFilter | None = None,
+        caller: Caller | None = None,
     ) -> tuple[str, types.ReadResourceResult | types.InputRequiredResult]:
         """(its server, the resource) read from the upstream that owns it, its contents under our
         names; "input required" only for a client that cannot be asked back. `allows`: the
@@ -462,7 +466,7 @@ class Gateway:
         from toolscout.naming import namespaced_uri
 
         server, own = self.resource_owner(uri, allows=allows)
-        result = await self._pool.upstreams[server].read_resource(own, round_)
+        result = await self._pool.upstreams[server].session.read_resource(own, round_, caller=caller)
         if isinstance(result, types.InputRequiredResult):
             return server, result
         contents = [item.model_copy(update={"uri": namespaced_uri(server, item.uri)}) for item in result.contents]
@@ -471,11 +475,11 @@ class Gateway:
     async def subscribe(self, uri: str, subscribe: bool = True) -> None:
         """Subscribe to (or unsubscribe from) a namespaced resource at the upstream that owns it."""
         server, own = self.resource_owner(uri)
-        await self._pool.upstreams[server].subscribe(own, subscribe)
+        await self._pool.upstreams[server].session.subscribe(own, subscribe)
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str], round_: InputRound | None = None, *,
-        allows: ServerFilter | None = None,
+        allows: ServerFilter | None = None, caller: Caller | None = None,
     ) -> tuple[str, types.GetPromptResult | types.InputRequiredResult]:
         """(its server, the prompt) by its exposed name from its upstream, after checking the
         arguments; "input required" only for a client that cannot be asked back. `allows`: as
@@ -498,7 +502,7 @@ class Gateway:
                 [f"unknown argument(s): {', '.join(unknown)}"] if unknown else [])
             expected = ", ".join(f"{a}{'' if arg.required else ' (optional)'}" for a, arg in declared.items()) or "none"
             raise RequestError(f"Prompt '{name}': {'; '.join(problems)}. It takes: {expected}.")
-        return server, await self._pool.upstreams[server].get_prompt(prompt.name, arguments, round_)
+        return server, await self._pool.upstreams[server].session.get_prompt(prompt.name, arguments, round_, caller=caller)
 
     async def complete(
         self, ref: types.PromptReference | types.ResourceTemplateReference, argument: dict[str, str],
@@ -522,14 +526,14 @@ class Gateway:
             if not offerings.has_template(server, uri):
                 raise NotOfferedError(f"Unknown resource template '{ref.uri}'; list resource templates for those offered now.")
             own = ref.model_copy(update={"uri": uri})
-        return await self._pool.upstreams[server].complete(own, argument, context)
+        return await self._pool.upstreams[server].session.complete(own, argument, context)
 
     async def set_logging_level(self, level: types.LoggingLevel) -> None:
         """Forward logging/setLevel to every upstream that is up and declares logging."""
         for upstream in self._pool.upstreams.values():
             if upstream.state is State.UP:
                 try:
-                    await upstream.set_logging_level(level)
+                    await upstream.session.set_logging_level(level)
                 except Exception as exc:  # noqa: BLE001 - one upstream's refusal does not fail the request
                     logger.info("upstream '%s' did not take logging level %s: %s", upstream.name, level, exc)
 

@@ -8,11 +8,13 @@ handlers sees every record that is written, so it is the one place that catches 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from toolscout.registry.loading import redact
+from pydantic import BaseModel
 
-__all__ = ["RedactingFilter", "redact_logs"]
+__all__ = ["Redaction", "RedactingFilter", "redact", "redact_logs"]
 
 
 class RedactingFilter(logging.Filter):
@@ -45,3 +47,43 @@ def redact_logs(secrets: Iterable[str]) -> None:
             handler.addFilter(RedactingFilter(secrets))
         else:
             existing.secrets = existing.secrets | secrets
+
+
+def redact(text: str, secrets: frozenset[str] | set[str] | Sequence[str]) -> str:
+    """Replace every secret value in ``text`` with ``***`` (longest first, so parts can't leak)."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+_Message = TypeVar("_Message")
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """The secrets of one upstream's registry entry, hidden in whatever it sends that is relayed or
+    logged: `text` for a string, `message` for a wire message (a result, a log message, a request
+    for the client), every string of it."""
+
+    secrets: frozenset[str] = frozenset()
+
+    def text(self, text: str) -> str:
+        return redact(text, self.secrets)
+
+    def message(self, message: _Message) -> _Message:
+        if not self.secrets or not isinstance(message, BaseModel):
+            return message
+        dumped = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+        redacted = _redacted_json(dumped, self.text)
+        return message if redacted == dumped else type(message).model_validate(redacted)
+
+
+def _redacted_json(value: Any, redact_text: Callable[[str], str]) -> Any:
+    """`value` (parsed JSON) with `redact_text` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, list):
+        return [_redacted_json(item, redact_text) for item in value]
+    if isinstance(value, dict):
+        return {redact_text(key): _redacted_json(item, redact_text) for key, item in value.items()}
+    return value

@@ -21,6 +21,7 @@ from toolscout.upstream.limits import human_size
 if TYPE_CHECKING:
     # The engine and the SDK are imported when a command runs, not when the parser is built.
     from toolscout.app import AppConfig, ServingOptions
+    from toolscout.registry.sources import RegistrySource
 
 __all__ = [
     "add_call_limit_options",
@@ -79,25 +80,24 @@ def add_call_limit_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def registry_source(text: str) -> Path | str:
-    """A --registry value (argparse type): `default` for the bundled registry, a URL (kept as str,
-    checked to be https or loopback http), or a file path."""
+def registry_source(text: str) -> RegistrySource:
+    """A --registry value (argparse type): `default` for the bundled registry, a URL (checked to
+    be https or loopback http), or a file path."""
     from toolscout.errors import ConfigError
+    from toolscout.registry.sources import RegistryFile, RegistryUrl, bundled_registry
     from toolscout.registry.urls import is_registry_url, require_secure_url
 
     if text == _BUNDLED_REGISTRY:
-        from toolscout.registry.loading import default_registry_path
-
-        return default_registry_path()
+        return bundled_registry()
     if not is_registry_url(text):
         if re.match(r"[A-Za-z][A-Za-z0-9+.-]{1,}://", text):
             raise argparse.ArgumentTypeError(
                 f"'{text}' is a URL toolscout cannot fetch: give an https:// registry URL (http:// only to "
                 "this machine), a file's path, or 'default' for the bundled registry"
             )
-        return Path(text)
+        return RegistryFile(Path(text))
     try:
-        return require_secure_url(text, "registry URL")
+        return RegistryUrl(require_secure_url(text, "registry URL"))
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -24,7 +24,7 @@ from toolscout.wording import describe_age
 if TYPE_CHECKING:
     from toolscout.app import AppConfig
     from toolscout.gateway import CatalogIndexer, SummaryScreen
-    from toolscout.registry.loading import ServerSpec
+    from toolscout.registry.spec import ServerSpec
     from toolscout.upstream.status import UpstreamStatus
 
 __all__ = ["add_refresh_option", "cached", "index_seen", "screened_statuses"]
@@ -47,7 +47,7 @@ def cached(
 
     if refresh:
         return None
-    seen = load_catalog(options.registry_paths(), specs, state=state_location(options))
+    seen = load_catalog(options.registry_sources(), specs, state=state_location(options))
     if seen is not None and not seen.catalog.tools:
         # Every upstream was down when last seen (e.g. before uv was installed): an answer from
         # that would be empty, so look again.

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from toolscout.commands._gateway import add_registry_options, command_options, fail
 
 if TYPE_CHECKING:
-    from toolscout.registry.loading import ServerSpec
+    from toolscout.registry.spec import ServerSpec
 
 __all__ = ["register", "run_login", "run_logout"]
 

@@ -147,13 +147,13 @@ def run(args: argparse.Namespace) -> int:
     )
 
     async def serve() -> None:
-        from toolscout.shutdown import Shutdown
+        from toolscout.serving.shutdown import Shutdown
         from toolscout.upstream.published import status_file
 
         shutdown = Shutdown(status_file(), serving.transport)
         unusable: ConfigError | None = None
         async with anyio.create_task_group() as signals:
-            # Followed until the process ends, the gateway's own shutdown included (toolscout.shutdown).
+            # Followed until the process ends, the gateway's own shutdown included (toolscout.serving.shutdown).
             signals.start_soon(shutdown.follow_signals)
             try:
                 async with App(config) as app:

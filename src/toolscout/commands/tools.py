@@ -120,10 +120,10 @@ def _running(options: AppConfig) -> list:
     board = None
     try:
         board = replica_board(state_location(options))
-        return running_gateways(options.registry_paths(), board=board)
+        return running_gateways(options.registry_sources(), board=board)
     except StateError as exc:
         print(f"toolscout tools: replicas on other hosts are not shown: {exc}", file=sys.stderr)
-        return running_gateways(options.registry_paths())
+        return running_gateways(options.registry_sources())
     finally:
         if board is not None:
             board.state.close()

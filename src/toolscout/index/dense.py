@@ -1,4 +1,5 @@
-"""Dense embeddings, and the one ONNX exporter (for the embedding model and the reranker alike).
+"""Dense embeddings, and the one cache of exported ONNX files (for the embedding model and the
+reranker alike; the exporter itself, which needs torch, is `toolscout.training.onnx_export`).
 
 Two backends produce the same kind of vectors (mean-pooled, L2-normalised):
 - "onnx" (default): onnxruntime with the model's tokenizer.json. A packaged `.onnx` file (such as
@@ -19,10 +20,7 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
-import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +28,7 @@ import numpy as np
 
 from toolscout.errors import ConfigError
 from toolscout.index.base import Encoder, NOT_RETRIEVED, Query
-from toolscout.index.model_files import ModelLocation
+from toolscout.index.model_files import ModelLocation, require_training_extra
 
 __all__ = [
     "BACKENDS",
@@ -107,7 +105,7 @@ def load_encoder(location: ModelLocation, *, backend: str, work_dir: Path) -> En
         raise ConfigError(f"unknown embedding backend '{backend}'; use one of {', '.join(BACKENDS)}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for a model hub
     if backend == "torch":
-        _require_extra("the torch embedding backend")
+        require_training_extra("the torch embedding backend")
         return TorchEncoder(location)
     onnx_file = location.onnx_file
     if onnx_file is None:
@@ -115,12 +113,6 @@ def load_encoder(location: ModelLocation, *, backend: str, work_dir: Path) -> En
             raise ConfigError(f"embedding model '{location.spec}' has neither an .onnx file nor weights")
         onnx_file = exported_onnx(location, work_dir)
     return OnnxEncoder(location, onnx_file)
-
-
-def _require_extra(what: str) -> None:
-    from toolscout.training.extra import require_training_extra
-
-    require_training_extra(what)
 
 
 def _max_tokens(folder: Path) -> int:
@@ -234,35 +226,6 @@ class TorchEncoder:
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
 
 
-class _BelowError(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.ERROR
-
-
-@contextmanager
-def _quiet_exporters() -> Iterator[None]:
-    """Silences what the exporting libraries say to the user about our build step.
-
-    onnxruntime's quantizer logs dozens of INFO lines and a pre-processing hint straight to the
-    root logger, and transformers draws a weight-loading bar; none of it is the user's business.
-    A filter on the root logger catches only records logged on the root logger itself, so
-    toolscout's own loggers (and other threads' progress) still reach the handlers.
-    """
-    from transformers.utils import logging as transformers_logging
-
-    quiet = _BelowError()
-    root = logging.getLogger()
-    root.addFilter(quiet)
-    bar_was_on = transformers_logging.is_progress_bar_enabled()
-    transformers_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        root.removeFilter(quiet)
-        if bar_was_on:
-            transformers_logging.enable_progress_bar()
-
-
 # What an exported file outputs: the encoder's last hidden state (an embedding model, pooled by
 # OnnxEncoder) or a sequence classifier's logits (a cross-encoder's relevance score per pair).
 EXPORT_HEADS = ("embedding", "classifier")
@@ -278,53 +241,11 @@ def exported_onnx(location: ModelLocation, work_dir: Path, *, head: str = "embed
     target = work_dir / "onnx" / key / "model-int8.onnx"
     if target.is_file():
         return target
-    _require_extra(f"exporting the sentence-transformers model '{location.spec}' to ONNX")
+    require_training_extra(f"exporting the sentence-transformers model '{location.spec}' to ONNX")
+    # The exporter needs torch, so it lives with the training code; it imports nothing of ours.
+    from toolscout.training.onnx_export import export_onnx
+
     log.info("exporting %s to ONNX (once; cached in %s)", location.spec, target.parent)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _quiet_exporters():
-        _export(location, target, head)
+    export_onnx(location.folder, target, classifier=head == "classifier")
     return target
-
-
-def _export(location: ModelLocation, target: Path, head: str) -> None:
-    import torch
-    _onnxruntime()
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from transformers import AutoModel, AutoModelForSequenceClassification
-
-    classifier = head == "classifier"
-
-    class _Head(torch.nn.Module):
-        def __init__(self, model: Any) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            out = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
-            return out.logits if classifier else out.last_hidden_state
-
-    loader = AutoModelForSequenceClassification if classifier else AutoModel
-    model = _Head(loader.from_pretrained(str(location.folder))).eval()
-    sample = torch.ones(1, 8, dtype=torch.long)
-    axes = {0: "batch", 1: "sequence"}
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    output = "logits" if classifier else "last_hidden_state"
-    output_axes = {0: "batch"} if classifier else axes
-    # The tracer warns about shapes it treats as constants; the axes above keep them dynamic.
-    with tempfile.TemporaryDirectory(dir=target.parent) as scratch, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fp32 = Path(scratch) / "model.onnx"
-        int8 = Path(scratch) / "model-int8.onnx"
-        torch.onnx.export(
-            model,
-            (sample, sample, torch.zeros_like(sample)),
-            str(fp32),
-            input_names=names,
-            output_names=[output],
-            dynamic_axes={**{name: axes for name in names}, output: output_axes},
-            opset_version=17,
-            dynamo=False,
-        )
-        quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
-        # Atomic: a concurrent process sees either no file or a whole one.
-        os.replace(int8, target)

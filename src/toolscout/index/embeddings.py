@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -22,10 +23,7 @@ from toolscout.index.model_files import ModelLocation
 from toolscout.state.content import ContentStore
 from toolscout.state.vectors import StoredEmbeddings, text_hash
 
-if TYPE_CHECKING:  # search/ builds on index/, not the other way round
-    from toolscout.search.settings import SearchSettings
-
-__all__ = ["Embedder"]
+__all__ = ["Embedder", "EmbeddingSettings"]
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +33,21 @@ _CHUNK = 64
 _MEMORY_LIMIT = 100_000
 
 
+class EmbeddingSettings(Protocol):
+    """What an `Embedder` reads of the search settings (`toolscout.search.settings.SearchSettings`;
+    search/ builds on index/, not the other way round)."""
+
+    model: str | None
+    backend: str
+    shared_vectors: str | None
+
+    @property
+    def resolved_cache_dir(self) -> Path: ...
+
+
 class Embedder:
     def __init__(
-        self, settings: SearchSettings, encoder: Encoder | None = None, content: ContentStore | None = None
+        self, settings: EmbeddingSettings, encoder: Encoder | None = None, content: ContentStore | None = None
     ) -> None:
         self._settings = settings
         # Where vectors are kept: the engine's content store when it shares one, else its own.

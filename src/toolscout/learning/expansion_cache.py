@@ -18,7 +18,8 @@ from pathlib import Path
 
 from toolscout.catalog import ToolRecord
 from toolscout.learning.phrases import merge_phrases
-from toolscout.learning.storage import LearningStore, data_dir
+from toolscout.learning.storage import LearningStore
+from toolscout.state.files import data_dir
 
 __all__ = ["EXPANSIONS_FILE", "CachedExpansion", "ExpansionCache", "default_expansions_path"]
 

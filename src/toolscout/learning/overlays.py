@@ -172,9 +172,9 @@ def overlay_path_for(registry: Path) -> Path:
     return registry.with_name(registry.stem + OVERLAY_SUFFIX)
 
 
-def discover_overlays(registries: Iterable[Path | str]) -> list[Path]:
-    """The overlay files that exist next to `registries`, in registry order (a URL has none)."""
-    found = (overlay_path_for(registry) for registry in registries if isinstance(registry, Path))
+def discover_overlays(registry_files: Iterable[Path]) -> list[Path]:
+    """The overlay files that exist next to the registry files, in their order (a URL has none)."""
+    found = (overlay_path_for(registry) for registry in registry_files)
     return [path for path in found if path.is_file()]
 
 

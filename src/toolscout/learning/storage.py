@@ -11,34 +11,20 @@ runs again: rows already there are kept, never counted twice).
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Self
 
-import platformdirs
 
 from toolscout.errors import StateError
 from toolscout.state import StateStore, open_state
-from toolscout.state_files import set_aside
+from toolscout.state.files import set_aside
 
-__all__ = ["DATA_DIR_ENV", "LearningStore", "data_dir", "import_legacy_file"]
+__all__ = ["LearningStore", "import_legacy_file"]
 
 logger = logging.getLogger(__name__)
-
-# Overrides the per-user data directory (tests, portable installs, several profiles side by side).
-DATA_DIR_ENV = "TOOLSCOUT_DATA_DIR"
-
-
-def data_dir() -> Path:
-    """The directory of the files toolscout keeps per user beside the state store (catalog and status files)."""
-    override = os.environ.get(DATA_DIR_ENV)
-    if override:
-        return Path(override).expanduser()
-    return platformdirs.user_data_path("toolscout", appauthor=False)
-
 
 def import_legacy_file(state: StateStore, path: Path, table: str, columns: Sequence[str], kind: str) -> int:
     """Copy the rows of `table` in the SQLite file `path` (an earlier version's store) into the same

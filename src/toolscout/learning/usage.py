@@ -20,7 +20,8 @@ from pathlib import Path
 from toolscout.learning.examples import Example
 from toolscout.learning.phrases import MAX_PHRASE_CHARS, clean_phrase, phrase_key
 from toolscout.errors import StateError
-from toolscout.learning.storage import LearningStore, data_dir
+from toolscout.learning.storage import LearningStore
+from toolscout.state.files import data_dir
 
 __all__ = [
     "EVIDENCE_RANK",

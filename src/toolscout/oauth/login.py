@@ -15,7 +15,6 @@ from __future__ import annotations
 import socket
 import webbrowser
 from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
 from urllib.parse import urlsplit
 
 import anyio
@@ -23,8 +22,6 @@ import httpx2
 import mcp_types as types
 import uvicorn
 from mcp import Client
-from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -34,7 +31,8 @@ from starlette.routing import Route
 from toolscout.errors import ConfigError, SignInRequired
 from toolscout.oauth.provider import signing_in
 from toolscout.oauth.tokens import TokenFile
-from toolscout.registry.loading import ServerSpec
+from toolscout.registry.spec import ServerSpec
+from toolscout.upstream.transports import open_transport
 
 __all__ = ["DEFAULT_SIGN_IN_TIMEOUT", "open_in_browser", "sign_in", "sign_out"]
 
@@ -113,15 +111,10 @@ async def sign_in(
 
 
 async def _list_tools(spec: ServerSpec, auth: httpx2.Auth) -> types.ListToolsResult:
-    """The server's first page of tools, reached with `auth` (which signs in on the way)."""
+    """The server's first page of tools, reached with `auth` (which signs in on the way) over the
+    transport the gateway uses for it."""
     assert spec.url
-    async with AsyncExitStack() as stack:
-        if spec.transport == "sse":
-            transport = sse_client(spec.url, headers=dict(spec.headers), auth=auth)
-        else:
-            http = await stack.enter_async_context(httpx2.AsyncClient(auth=auth, headers=dict(spec.headers), timeout=30))
-            transport = streamable_http_client(spec.url, http_client=http)
-        client = await stack.enter_async_context(Client(transport, mode="auto"))
+    async with Client(open_transport(spec, auth=auth).connect(), mode="auto") as client:
         return await client.list_tools()
 
 

@@ -25,7 +25,8 @@ from pydantic import AnyUrl
 from toolscout import __version__
 from toolscout.errors import SignInRequired
 from toolscout.oauth.tokens import PLACEHOLDER_REDIRECT, TokenFile
-from toolscout.registry.loading import ServerSpec, default_registry_path
+from toolscout.registry.sources import default_registry_path
+from toolscout.registry.spec import ServerSpec
 
 __all__ = ["ToolscoutOAuth", "login_command", "signing_in", "upstream_auth"]
 

@@ -26,10 +26,10 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import ValidationError
 
 from toolscout.errors import ConfigError
-from toolscout.learning.storage import data_dir
-from toolscout.registry.loading import OAuthSettings
+from toolscout.state.files import data_dir
+from toolscout.registry.spec import OAuthSettings
 from toolscout.secrets import redact_logs
-from toolscout.upstream.published import write_private_json
+from toolscout.state.files import write_private_json
 
 __all__ = ["TokenFile", "tokens_dir"]
 

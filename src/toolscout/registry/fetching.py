@@ -34,9 +34,9 @@ import httpx2
 
 from toolscout import __version__
 from toolscout.errors import ConfigError
-from toolscout.learning.storage import data_dir
+from toolscout.state.files import data_dir
 from toolscout.registry.urls import require_secure_url
-from toolscout.upstream.published import write_private_json
+from toolscout.state.files import write_private_json
 from toolscout.wording import describe_age
 
 __all__ = [

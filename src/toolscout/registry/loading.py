@@ -3,11 +3,14 @@
 Contract used by the gateway:
 
     specs = load_registries([Path("servers.json"), "https://registry.example/v0.1/servers"])
-    env = upstream_environment(spec)                      # the environment a stdio upstream gets
-    program = resolve_command(spec)                       # absolute path of spec.command
 
-A source given as a str URL is fetched (`toolscout.registry.fetching`) and read under the stricter
-rules of a URL registry (`toolscout.registry.formats`, ``from_url``).
+Each entry becomes a `ServerSpec` (`toolscout.registry.spec`); how a stdio one is launched is
+`toolscout.upstream.launch`.
+
+Sources are values (`toolscout.registry.sources`: a file, a URL, the bundled default); a path or a
+string given instead is read as `source_of` reads it. `read_source` is the one place each kind is
+read: a URL is fetched (`toolscout.registry.fetching`) and read under the stricter rules of a URL
+registry (`toolscout.registry.formats`, ``from_url``).
 
 `load_registries` raises ConfigError for problems of a whole file (unreadable, bad JSON, unknown
 shape, wrong types, the same server name in two files). A problem of one entry that only the
@@ -20,15 +23,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import ssl
-import sys
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import jsonschema
 
@@ -36,65 +34,12 @@ from toolscout.errors import ConfigError
 from toolscout.json_files import read_json_file
 from toolscout.registry.fetching import DEFAULT_FETCH_TIMEOUT, fetch_registry
 from toolscout.registry.formats import Entry, entries_from_document
+from toolscout.registry.sources import RegistryFile, RegistrySource, RegistryUrl, source_of, sources_of
+from toolscout.registry.spec import OAuthSettings, ServerSpec
 from toolscout.registry.urls import is_registry_url
+from toolscout.secrets import redact
 
-__all__ = [
-    "OAuthSettings",
-    "ServerSpec",
-    "default_registry_path",
-    "load_registries",
-    "redact",
-    "resolve_command",
-    "system_ca_bundle",
-    "upstream_environment",
-]
-
-Transport = Literal["stdio", "http", "sse"]
-
-
-@dataclass(frozen=True)
-class OAuthSettings:
-    """How toolscout signs in to a remote server with OAuth 2.1 (the entry's "oauth" key).
-
-    Nothing set: discovery, then a client ID metadata document where the authorization server
-    accepts one (`client_metadata_url`), else dynamic client registration."""
-
-    # A client registered beforehand with the authorization server; the secret, if any, is a secret.
-    client_id: str | None = None
-    client_secret: str | None = None
-    # Scopes to ask for; none: what the server's metadata or its 401 challenge names.
-    scopes: tuple[str, ...] = ()
-    # An https URL of a client ID metadata document describing toolscout, for servers that accept one.
-    client_metadata_url: str | None = None
-    # The loopback address the sign-in redirect comes back to (a pre-registered client needs a
-    # fixed one); none: a free port of 127.0.0.1 chosen at sign-in.
-    redirect_uri: str | None = None
-
-
-@dataclass(frozen=True)
-class ServerSpec:
-    """One upstream server as a registry describes it, variables already expanded."""
-
-    name: str
-    transport: Transport
-    command: str | None = None
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    url: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    # Per-call timeout in seconds for this server; None means the gateway default.
-    timeout: float | None = None
-    # The registry file this entry came from, for error messages.
-    source: str = ""
-    # Values that must never appear in logs or output (expanded env and header values).
-    secrets: frozenset[str] = frozenset()
-    # Why this entry cannot be started, when it cannot (the others still start).
-    error: str | None = None
-    # OAuth 2.1 sign-in of a remote server; None: no OAuth (a stdio server, "oauth": false, or an
-    # entry that sends its own Authorization header).
-    oauth: OAuthSettings | None = None
-
+__all__ = ["build_spec", "load_registries", "read_source"]
 
 # --- loading -----------------------------------------------------------------------------------
 
@@ -132,26 +77,8 @@ _ENTRY_VALIDATOR = jsonschema.Draft202012Validator(_ENTRY_SCHEMA)
 _ADVICE = "Registry files are given with --registry; docs/registry.md describes the format."
 
 
-def default_registry_path() -> Path:
-    """The bundled default registry (registry/default.json, shipped as package data)."""
-    return follow_text_symlink(Path(str(resources.files("toolscout") / "data" / "default.json")))
-
-
-def follow_text_symlink(path: Path) -> Path:
-    """The file a symlink checked out as text names, else ``path`` itself.
-
-    In a source checkout data/default.json is a symlink to registry/default.json; git without
-    symlink support (Windows) writes it as a small text file holding the target path instead.
-    """
-    if path.is_file() and path.stat().st_size < 200:
-        target = path.read_text(encoding="utf-8").strip()
-        if target.startswith("../") and target.endswith(".json"):
-            return (path.parent / target).resolve()
-    return path
-
-
 def load_registries(
-    sources: Sequence[Path | str], *, fetch_timeout: float = DEFAULT_FETCH_TIMEOUT
+    sources: Sequence[RegistrySource | Path | str], *, fetch_timeout: float = DEFAULT_FETCH_TIMEOUT
 ) -> list[ServerSpec]:
     """Read and merge registries, in order; enabled servers only.
 
@@ -160,7 +87,7 @@ def load_registries(
     right after it."""
     specs: list[ServerSpec] = []
     origin: dict[str, str] = {}
-    pending = [(source, 0) for source in reversed(list(sources))]
+    pending = [(source, 0) for source in reversed(sources_of(sources))]
     seen: set[str] = set()
     while pending:
         source, depth = pending.pop()
@@ -168,13 +95,8 @@ def load_registries(
         if where in seen:
             continue
         seen.add(where)
-        if isinstance(source, str) and is_registry_url(source):
-            entries = _url_entries(source, fetch_timeout)
-        else:
-            document = read_json_file(Path(source), "registry file", advice=_ADVICE)
-            included = _included_sources(document, Path(source), depth)
-            pending.extend((item, depth + 1) for item in reversed(included))
-            entries = [] if _only_includes(document) else entries_from_document(document, where)
+        entries, included = read_source(source, depth, fetch_timeout)
+        pending.extend((item, depth + 1) for item in reversed(included))
         for name, entry in entries:
             if not isinstance(name, str) or not name.strip():
                 raise ConfigError(f"{where}: server names must be non-empty strings")
@@ -192,11 +114,23 @@ def load_registries(
     return specs
 
 
+def read_source(
+    source: RegistrySource, depth: int = 0, fetch_timeout: float = DEFAULT_FETCH_TIMEOUT
+) -> tuple[list[tuple[str, Entry]], list[RegistrySource]]:
+    """The one place each kind of source is read: (its entries, the sources it includes). A URL
+    is fetched (its last copy when it cannot be); a file may include more, `depth` deep already."""
+    if isinstance(source, RegistryUrl):
+        return _url_entries(source.url, fetch_timeout), []
+    document = read_json_file(source.path, "registry file", advice=_ADVICE)
+    included = _included_sources(document, source.path, depth)
+    return ([] if _only_includes(document) else entries_from_document(document, str(source))), included
+
+
 # A registry file that includes one that includes ... stops somewhere.
 _MAX_INCLUDE_DEPTH = 8
 
 
-def _included_sources(document: object, path: Path, depth: int) -> list[Path | str]:
+def _included_sources(document: object, path: Path, depth: int) -> list[RegistrySource]:
     """The "registries" a file names: URLs as they are, files relative to the including file."""
     if not isinstance(document, dict) or "registries" not in document:
         return []
@@ -206,12 +140,13 @@ def _included_sources(document: object, path: Path, depth: int) -> list[Path | s
     if depth >= _MAX_INCLUDE_DEPTH:
         raise ConfigError(f"{path}: registries include each other more than {_MAX_INCLUDE_DEPTH} deep")
     return [
-        item if is_registry_url(item) else path.parent / Path(item).expanduser() for item in items
+        RegistryUrl(item) if is_registry_url(item) else RegistryFile(path.parent / Path(item).expanduser())
+        for item in items
     ]
 
 
 def _only_includes(document: object) -> bool:
-    """A file of settings only: other registries it includes, profiles (`toolscout.profiles`)."""
+    """A file of settings only: other registries it includes, profiles (`toolscout.registry.profiles`)."""
     settings = {"registries", "profiles"}
     return isinstance(document, dict) and set(document) <= settings | {"$schema"} and bool(settings & set(document))
 
@@ -243,8 +178,9 @@ def _joined_pages(pages: list[Any], url: str) -> object:
     return {"servers": servers}
 
 
-def build_spec(name: str, entry: object, source: Path | str) -> ServerSpec | None:
+def build_spec(name: str, entry: object, source: RegistrySource | Path | str) -> ServerSpec | None:
     """Validate one entry and expand its variables; None when the entry is disabled."""
+    source = source_of(source)
     where = f"{source}: server '{name}'"
     errors = sorted(_ENTRY_VALIDATOR.iter_errors(entry), key=lambda e: list(e.absolute_path))
     if errors:
@@ -253,19 +189,7 @@ def build_spec(name: str, entry: object, source: Path | str) -> ServerSpec | Non
     if entry.get("disabled", False):
         return None
     command, url, kind = entry.get("command"), entry.get("url"), entry.get("type")
-    if command and url:
-        raise ConfigError(f"{where}: has both 'command' and 'url'; keep 'command' for a local "
-                          "server or 'url' for a remote one")
-    if not command and not url:
-        raise ConfigError(f"{where}: needs 'command' (a local stdio server) or 'url' (a remote "
-                          "server)")
-    if command and kind not in (None, "stdio"):
-        raise ConfigError(f"{where}: 'type' is '{kind}' but the entry has a 'command'; "
-                          "remote servers need a 'url'")
-    if url and kind == "stdio":
-        raise ConfigError(f"{where}: 'type' is 'stdio' but the entry has a 'url'; use "
-                          "'command' for stdio servers")
-
+    _check_kind(where, command, url, kind)
     expander = _Expander()
     env = {k: expander.expand(v, f"env.{k}", secret=True) for k, v in entry.get("env", {}).items()}
     headers = {
@@ -277,7 +201,7 @@ def build_spec(name: str, entry: object, source: Path | str) -> ServerSpec | Non
     if cwd is not None:
         # Relative working directories are read from the registry file's folder, not from
         # wherever the gateway happens to be started.
-        folder = Path(source).resolve().parent if isinstance(source, Path) else Path.cwd()
+        folder = source.path.resolve().parent if isinstance(source, RegistryFile) else Path.cwd()
         cwd = str(folder / os.path.expanduser(expander.expand(cwd, "cwd")))
     command = expander.expand(command, "command") if command else None
     url = expander.expand(url, "url", secret_parts=True) if url else None
@@ -310,7 +234,23 @@ def build_spec(name: str, entry: object, source: Path | str) -> ServerSpec | Non
     )
 
 
-def _url_problem(name: str, source: Path | str, url: str, secrets: set[str]) -> str | None:
+def _check_kind(where: str, command: str | None, url: str | None, kind: str | None) -> None:
+    """ConfigError unless the entry is either a local server (a command) or a remote one (a URL)."""
+    if command and url:
+        raise ConfigError(f"{where}: has both 'command' and 'url'; keep 'command' for a local "
+                          "server or 'url' for a remote one")
+    if not command and not url:
+        raise ConfigError(f"{where}: needs 'command' (a local stdio server) or 'url' (a remote "
+                          "server)")
+    if command and kind not in (None, "stdio"):
+        raise ConfigError(f"{where}: 'type' is '{kind}' but the entry has a 'command'; "
+                          "remote servers need a 'url'")
+    if url and kind == "stdio":
+        raise ConfigError(f"{where}: 'type' is 'stdio' but the entry has a 'url'; use "
+                          "'command' for stdio servers")
+
+
+def _url_problem(name: str, source: RegistrySource, url: str, secrets: set[str]) -> str | None:
     """Why `url` cannot be reached as an MCP endpoint (a configuration error), or None."""
     parsed = urllib.parse.urlsplit(url)
     if parsed.scheme in ("http", "https") and parsed.hostname:
@@ -397,123 +337,3 @@ class _Expander:
         return expanded
 
 
-def redact(text: str, secrets: frozenset[str] | set[str] | Sequence[str]) -> str:
-    """Replace every secret value in ``text`` with ``***`` (longest first, so parts can't leak)."""
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
-
-
-# --- the environment a stdio upstream runs in ---------------------------------------------------
-
-# An upstream inherits these of the gateway's variables and nothing else: enough to find
-# programs, reach package indexes through proxies and TLS inspection, and write caches;
-# never the gateway's own credentials (API keys, cloud tokens) or its virtualenv.
-INHERITED_VARIABLES = frozenset({
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM",
-    "TMPDIR", "TEMP", "TMP",
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-    "NIX_SSL_CERT_FILE", "GIT_SSL_CAINFO",
-    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
-    "http_proxy", "https_proxy", "no_proxy", "all_proxy",
-    "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_CERT", "PIP_CLIENT_CERT",
-    "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_DEFAULT_TIMEOUT",
-    "UV_INDEX", "UV_DEFAULT_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_FIND_LINKS",
-    "UV_NATIVE_TLS", "UV_SYSTEM_CERTS", "UV_INSECURE_HOST", "UV_HTTP_TIMEOUT", "UV_CACHE_DIR", "UV_TOOL_DIR",
-    "UV_PYTHON", "UV_PYTHON_INSTALL_DIR", "UV_PYTHON_DOWNLOADS", "UV_OFFLINE",
-    "NPM_CONFIG_REGISTRY", "NPM_CONFIG_CAFILE", "NPM_CONFIG_CACHE", "NPM_CONFIG_STRICT_SSL",
-    "npm_config_registry", "npm_config_cafile", "npm_config_cache", "npm_config_strict_ssl",
-    # Windows: programs fail in odd ways without these.
-    "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "USERPROFILE", "USERNAME",
-    "HOMEDRIVE", "HOMEPATH", "APPDATA", "LOCALAPPDATA", "PROGRAMDATA", "PROGRAMFILES",
-    "PROGRAMFILES(X86)", "PROGRAMW6432", "PROCESSOR_ARCHITECTURE", "NUMBER_OF_PROCESSORS", "OS",
-})
-INHERITED_PREFIXES = ("LC_", "XDG_")
-
-
-# Hosts (Claude Desktop, the SDK's stdio client) start toolscout with a minimal environment, so the
-# variables naming a TLS-inspecting network's CA bundle are often missing. The operating system's
-# trust store has that CA, though, so package runners are pointed at it unless told otherwise:
-# uv >= 0.13 reads UV_SYSTEM_CERTS, earlier uv UV_NATIVE_TLS (newer uv warns when only that is set);
-# Node.js adds NODE_EXTRA_CA_CERTS to its own roots. (Node 20 rejects --use-system-ca, and
-# --use-openssl-ca would replace Node's roots with a store that official builds may not find, so
-# NODE_OPTIONS is left alone.)
-_UV_SYSTEM_CERTS = ("UV_SYSTEM_CERTS", "UV_NATIVE_TLS")
-_SYSTEM_CA_BUNDLES = (
-    "/etc/ssl/certs/ca-certificates.crt",  # Debian, Ubuntu, Alpine, Arch
-    "/etc/pki/tls/certs/ca-bundle.crt",  # Fedora, RHEL
-    "/etc/ssl/ca-bundle.pem",  # openSUSE
-    "/etc/ssl/cert.pem",  # macOS, BSDs
-)
-
-
-def system_ca_bundle() -> str | None:
-    """A file with the system's trusted CA certificates (SSL_CERT_FILE, else a well-known place)."""
-    candidates = [os.environ.get("SSL_CERT_FILE"), ssl.get_default_verify_paths().cafile, *_SYSTEM_CA_BUNDLES]
-    return next((path for path in candidates if path and os.path.isfile(path)), None)
-
-
-def _trust_defaults(env: Mapping[str, str]) -> dict[str, str]:
-    """What makes package runners trust the system's certificates, where nothing says otherwise."""
-    defaults = {}
-    if not any(name in env for name in _UV_SYSTEM_CERTS):
-        defaults = dict.fromkeys(_UV_SYSTEM_CERTS, "1")
-    bundle = system_ca_bundle()
-    if "NODE_EXTRA_CA_CERTS" not in env and bundle:
-        defaults["NODE_EXTRA_CA_CERTS"] = bundle
-    return defaults
-
-
-def upstream_environment(spec: ServerSpec) -> dict[str, str]:
-    """The complete environment of a stdio upstream: the allowlist above, system-certificate
-    defaults for uv and Node.js, then the entry's env."""
-    windows = sys.platform == "win32"
-    allowed = {n.upper() for n in INHERITED_VARIABLES} if windows else INHERITED_VARIABLES
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if (name.upper() if windows else name) in allowed or name.startswith(INHERITED_PREFIXES)
-    }
-    # uvx/npx installed next to the gateway's interpreter (its venv's bin) must be found even
-    # when that venv is not activated. Appended, not prepended: the venv's `python` must not
-    # shadow the one an upstream entry means.
-    own_bin = os.path.dirname(sys.executable)
-    path_key = next((k for k in env if k.upper() == "PATH"), "PATH") if windows else "PATH"
-    parts = [p for p in env.get(path_key, "").split(os.pathsep) if p]
-    if own_bin and own_bin not in parts:
-        parts.append(own_bin)
-    env[path_key] = os.pathsep.join(parts)
-    env.update(_trust_defaults({**env, **spec.env}))
-    env.update(spec.env)
-    return env
-
-
-_INSTALL_HINTS = {
-    "uvx": "install uv (pip install uv, or see https://docs.astral.sh/uv/)",
-    "uv": "install uv (pip install uv, or see https://docs.astral.sh/uv/)",
-    "npx": "install Node.js, which ships npx (https://nodejs.org)",
-    "node": "install Node.js (https://nodejs.org)",
-    "docker": "install Docker (https://docs.docker.com/get-docker/)",
-}
-
-
-def resolve_command(spec: ServerSpec) -> str:
-    """The absolute path of the program a stdio upstream runs, searched on its own PATH."""
-    if not spec.command:
-        raise ConfigError(f"server '{spec.name}' ({spec.source}) has no command to run")
-    env = upstream_environment(spec)
-    path = next((v for k, v in env.items() if k.upper() == "PATH"), "")
-    command = spec.command
-    if os.sep in command or (os.altsep and os.altsep in command):
-        base = Path(spec.cwd) if spec.cwd else Path.cwd()
-        candidate = base / os.path.expanduser(command)
-        found = shutil.which(str(candidate))
-    else:
-        found = shutil.which(command, path=path)
-    if found is None:
-        hint = _INSTALL_HINTS.get(Path(command).stem.lower(), "install it or fix 'command'")
-        raise ConfigError(
-            f"server '{spec.name}' ({spec.source}): command '{command}' not found on the "
-            f"upstream PATH; {hint}"
-        )
-    return os.path.abspath(found)

@@ -6,7 +6,9 @@ signal's cosines tell them apart: when no tool is close to the request, the best
 and barely above the tenth best (nothing stands out of the catalog). Both must hold for a weak
 match, so a terse request with a low cosine whose best tool still stands out is not called weak.
 
-With the learned ranker (`toolscout.search.ranker`) the verdict is its own: the best candidate's
+With a calibrated confidence (`toolscout.search.calibrated`: the probability that the first
+result serves the request) the verdict is that confidence below the threshold stored with it.
+Without one, with the learned ranker (`toolscout.search.ranker`) the verdict is the ranker's: the best candidate's
 probability of serving the request, below the threshold stored in the ranker's file, chosen with
 it on catalogs of 5 to 4,000 tools (benchmarks/weak_match.py). The cosine rule below is the
 fallback where the ranker cannot run (a signal it reads is off); it needs GAP_RANK tools and its
@@ -17,7 +19,8 @@ rule chosen for it gets no verdict rather than another model's. No MCP.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -58,9 +61,16 @@ class MatchStrength:
     weak_below: float | None = None
     # The thresholds the cosines are judged by (chosen for the model that gave them).
     rule: CosineRule | None = None
+    # The calibrated probability that the first result serves the request, the threshold below
+    # which that is a weak match (None: never), and what it was computed from (`search.calibrated`).
+    confidence: float | None = None
+    confidence_below: float | None = None
+    features: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def weak(self) -> bool:
+        if self.confidence is not None:
+            return self.confidence_below is not None and self.confidence < self.confidence_below
         if self.probability is not None:
             return self.weak_below is not None and self.probability < self.weak_below
         if self.best_cosine is None or self.gap is None or self.rule is None:

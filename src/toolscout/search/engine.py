@@ -10,7 +10,9 @@ and weighted Reciprocal Rank Fusion merges those rankings; with `fusion="learned
 beside the embedding model (`toolscout.search.ranker`) also orders the union of the candidates,
 from what each signal said about each, and its order joins the fusion as one more vote, wherever
 it can run (`toolscout.search.fusion.Fusion` decides and says why: `SearchResponse.fusion`). Where it can run, the ranker's match model judges
-every search for the weak-match notice, whichever fusion orders. `index` may be called again at any time;
+every search for the weak-match notice, whichever fusion orders, and with the calibration fitted
+beside it gives the confidence that the first result serves the request
+(`toolscout.search.calibrated.first_result_match`). `index` may be called again at any time;
 a search reads one immutable snapshot, swapped in atomically, and answers with keyword signals
 (saying so in `notice`) until `complete` has embedded the latest catalog and its example requests
 (the intent signal, `toolscout.index.intent`). No MCP imports here.
@@ -66,7 +68,8 @@ from toolscout.index.intent import IntentExamples, IntentRetriever, LabelledRequ
 from toolscout.index.text import dense_document, tokenize
 from toolscout.search.base import ProgressCallback, SearchHit, SearchResponse
 from toolscout.search.catalog_index import IDENTIFIER, catalog_index
-from toolscout.search.confidence import GAP_RANK, MatchStrength, match_strength
+from toolscout.search.calibrated import first_result_match
+from toolscout.search.confidence import GAP_RANK, match_strength
 from toolscout.search.destructive import asks_to_destroy, demote_destructive
 from toolscout.search.fusion import Fusion, weighted_rrf
 from toolscout.search.ranker import RANKER_SIGNALS, RERANKER, Candidates, LearnedRanker, fused_head
@@ -136,11 +139,13 @@ class _Request:
 @dataclass(frozen=True)
 class _Judged:
     """What the learned ranker says of one ranked text: the candidates it read, the probability
-    that the best of them serves the text, and its order of them (catalog positions)."""
+    that the best of them serves the text, its order of them (catalog positions), and its
+    probability of each (what the calibrated confidence reads)."""
 
     candidates: Candidates
     probability: float
     order: list[int]
+    probabilities: np.ndarray
 
 
 class _Say(Enum):
@@ -377,7 +382,10 @@ class ToolSearch:
             )
         strength = None
         if judged is not None and ranker is not None:
-            strength = MatchStrength(probability=judged.probability, weak_below=ranker.weak_below)
+            strength = first_result_match(
+                judged.candidates, judged.probabilities, judged.probability, order[0] if order else None,
+                self._fusion.calibration(), ranker.weak_below,
+            )
         elif "dense" in request.whole.scores:
             cosines = request.whole.scores["dense"]
             allowed = request.whole.allowed
@@ -462,7 +470,7 @@ class ToolSearch:
             candidates = feature.added(candidates, self.settings, ranker.reranker_depth)
         probabilities, served = ranker.scored(candidates)
         order = candidates.positions[np.argsort(-probabilities, kind="stable")].tolist()
-        return _Judged(candidates, served, order)
+        return _Judged(candidates, served, order, probabilities)
 
     def _fused(
         self, ranked: _Ranked, decision: _Decision, judged: _Judged | None

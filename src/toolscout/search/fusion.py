@@ -5,7 +5,9 @@ ranked (rank 1 is its best). Items no signal ranked get nothing. Larger `k` flat
 difference between top and lower ranks. It is the fallback of the learned ranker
 (`toolscout.search.ranker`), which `Fusion` loads beside the embedding model and hands to the
 engine only when it can run; `Fusion.ranker` also says, for `--explain`, what decided. Where it
-cannot run, `Fusion.cosine_rule` gives the dense-only weak-match thresholds stored with it.
+cannot run, `Fusion.cosine_rule` gives the dense-only weak-match thresholds stored with it. Beside
+the ranker file, `Fusion.calibration` finds the model of the calibrated confidence fitted with it
+(`toolscout.search.calibrated`).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from collections.abc import Collection, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from toolscout.errors import ConfigError
+from toolscout.search.calibrated import Calibration, load_calibration
 from toolscout.search.confidence import CosineRule
-from toolscout.search.ranker import FEATURE_NAMES, RERANKER_FEATURES, LearnedRanker, feature_parts, load_ranker
+from toolscout.search.ranker import FEATURE_NAMES, RANKER_FILE, RERANKER_FEATURES, LearnedRanker, feature_parts, load_ranker
 from toolscout.search.settings import SearchSettings
 
 __all__ = ["Fusion", "weighted_rrf"]
@@ -46,6 +50,7 @@ class Fusion:
     def __init__(self, settings: SearchSettings) -> None:
         self.settings = settings
         self._loaded: tuple[LearnedRanker | None, str] | None = None
+        self._calibration: tuple[Calibration | None, str] | None = None
         self._lock = threading.Lock()
 
     def ranker(self, ready: Collection[str], model_id: str | None) -> tuple[LearnedRanker | None, str]:
@@ -75,6 +80,20 @@ class Fusion:
         ranker, _ = self._load()
         return ranker.cosine_rule if ranker is not None and _fitted_for(ranker, model_id) else None
 
+    def calibration(self) -> Calibration | None:
+        """The calibrated confidence's model fitted with the ranker file in use, else None (the
+        ranker decides whether it can run; the confidence reads its probabilities)."""
+        with self._lock:
+            if self._calibration is None:
+                try:
+                    path = _ranker_path(self.settings)
+                except ConfigError as exc:
+                    path, why = None, str(exc)
+                else:
+                    why = "no embedding model"
+                self._calibration = (None, why) if path is None else load_calibration(path)
+            return self._calibration[0]
+
     def wants_reranker(self) -> bool:
         """Whether the ranker this fusion would load reads the reranker's score (so the reranker
         runs before it); loading the ranker file if need be."""
@@ -103,16 +122,21 @@ def _fitted_for(ranker: LearnedRanker, model_id: str | None) -> bool:
 
 
 def _load(settings: SearchSettings) -> tuple[LearnedRanker | None, str]:
-    if settings.ranker_file is not None:
-        path = Path(settings.ranker_file)
-        return load_ranker(path.parent, path.name)
-    from toolscout.errors import ConfigError
-    from toolscout.index.model_files import resolve_model
-
     try:
-        location = resolve_model(settings.model)
+        path = _ranker_path(settings)
     except ConfigError as exc:
         return None, str(exc)
-    if location is None:
+    if path is None:
         return None, "no embedding model"
-    return load_ranker(location.folder)
+    return load_ranker(path.parent, path.name)
+
+
+def _ranker_path(settings: SearchSettings) -> Path | None:
+    """The ranker file the settings name, else the one beside their embedding model (None: no
+    model); ConfigError when the model cannot be found."""
+    if settings.ranker_file is not None:
+        return Path(settings.ranker_file)
+    from toolscout.index.model_files import resolve_model
+
+    location = resolve_model(settings.model)
+    return None if location is None else location.folder / RANKER_FILE

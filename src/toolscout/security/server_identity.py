@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from toolscout.registry.loading import ServerSpec
+    from toolscout.registry.spec import ServerSpec
 
 __all__ = ["KEY_SEPARATOR", "ServerIdentity", "name_of_key", "server_identity"]
 
@@ -55,7 +55,7 @@ def name_of_key(key: str) -> str:
 
 def server_identity(spec: ServerSpec) -> ServerIdentity:
     """The identity of a registry entry: its name and its command line (with cwd) or URL."""
-    from toolscout.registry.loading import redact
+    from toolscout.secrets import redact
 
     if spec.transport == "stdio":
         launch = shlex.join([spec.command or "", *spec.args])

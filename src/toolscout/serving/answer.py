@@ -3,7 +3,8 @@
     answer = search_answer(response, statuses, catalog, servers=None, max_tokens=None)
     answer["tools"]        # search entries, best first (`describe.search_entry`)
     answer["notice"]       # what the agent should know: a weak match, servers down, tools left out
-    answer["weak_match"]   # True: no tool matches well; the notice names the closest
+    answer["confidence"]   # P(the first tool serves the request), calibrated; None where not computed
+    answer["weak_match"]   # True: no tool matches well (low confidence); the notice names the closest
     answer["omitted"]      # tools left out to fit max_tokens
     answer["servers"]      # the servers connected now, with tool counts and purposes
 
@@ -66,9 +67,16 @@ def search_answer(
         "tools": entries,
         "notice": " ".join(notices) or None,
         "omitted": omitted,
+        "confidence": _confidence(response) if entries else None,
         "weak_match": weak,
         "servers": search_servers(statuses, catalog),
     }
+
+
+def _confidence(response: SearchResponse) -> float | None:
+    """The calibrated probability that the first tool serves the request (`search.calibrated`)."""
+    match = response.match
+    return None if match is None or match.confidence is None else round(match.confidence, 3)
 
 
 def explain_hit(hit: SearchHit) -> dict[str, object]:
@@ -85,6 +93,10 @@ def match_verdict(response: SearchResponse) -> str | None:
     if match is None:
         return None
     verdict = "weak" if match.weak else "not weak"
+    if match.confidence is not None:
+        below = "never weak" if match.confidence_below is None else f"weak below {match.confidence_below:.3f}"
+        return (f"{verdict}: confidence {match.confidence:.3f} that the first tool serves the request "
+                f"({below}; ranker's best probability {match.probability:.3f})")
     if match.probability is not None:
         below = "no threshold" if match.weak_below is None else f"threshold {match.weak_below:.3f}"
         return f"{verdict}: best probability {match.probability:.3f} ({below})"

@@ -69,7 +69,8 @@ def search_description() -> str:
         "with the `name` to pass to execute_tool, its description and its full input schema. These "
         "tools are not listed anywhere else: search before concluding that something cannot be done. "
         "Which servers are connected and what each is for is in the server instructions, and every "
-        "answer lists them as they are now (`servers`)."
+        "answer lists them as they are now (`servers`). `confidence` is the probability that the "
+        "first tool serves the task; when it is low, no connected tool may do it (the notice says so)."
     )
 
 

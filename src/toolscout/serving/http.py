@@ -16,7 +16,7 @@
 
 Beside /mcp it answers /healthz, /readyz and /metrics (`toolscout.serving.operations`), the
 operator's dashboard under /ui (`toolscout.dashboard`: its own sign-in, for operator tokens only),
-and gives every request an id that its log lines carry (`toolscout.request_ids`).
+and gives every request an id that its log lines carry (`toolscout.serving.request_ids`).
 
 The client's credentials stop here: upstream connections are made with the registry's own
 headers only, never with anything from the client's request.
@@ -287,7 +287,7 @@ def http_app(
     client named `default`, `clients` several (not both)."""
     from asgi_correlation_id import CorrelationIdMiddleware
 
-    from toolscout.request_ids import HEADER, usable_request_id
+    from toolscout.serving.request_ids import HEADER, usable_request_id
     from toolscout.serving.operations import METRICS_PATH, OPEN_PATHS, operation_routes
 
     if auth_token is not None and clients is not None:

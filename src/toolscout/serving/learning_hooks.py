@@ -38,9 +38,10 @@ from toolscout.learning import Expander, ExpansionCache, UsageTracker
 from toolscout.learning.sampling_mcp import sampling_ask, session_supports_sampling
 from toolscout.learning.sources import LearningSources
 from toolscout.learning.usage import EVIDENCE_RANK, Evidence
-from toolscout.profiles import Profile
+from toolscout.registry.profiles import Profile
 from toolscout.serving.scoped import ProfileChooser
-from toolscout.serving.server import EXECUTE_TOOL, SEARCH_TOOL, CallObserver
+from toolscout.serving.meta_tools import EXECUTE_TOOL, SEARCH_TOOL
+from toolscout.serving.server import CallObserver
 from toolscout.serving.validation import resolve_tool
 
 __all__ = [

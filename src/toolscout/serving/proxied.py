@@ -47,8 +47,8 @@ from toolscout.errors import NotOfferedError, RequestError, ToolCallError, Upstr
 from toolscout.gateway import Gateway, ServerFilter
 from toolscout.naming import namespaced_uri
 from toolscout.serving.scoped import ScopedGateway
-from toolscout.serving.relay import asking_client, input_round, relaying
-from toolscout.tasks import TASK_METHOD_REFUSAL, TASK_METHODS
+from toolscout.serving.relay import ClientCaller, asking_client, input_round
+from toolscout.upstream.tasks import TASK_METHOD_REFUSAL, TASK_METHODS
 
 __all__ = ["LOG_BURST", "LOG_RATE", "ForwardingListen", "LogRate", "Proxied", "RESOURCE_NOT_FOUND"]
 
@@ -136,7 +136,7 @@ class Proxied:
         ):
             server.add_request_handler(method, params, handler)  # type: ignore[arg-type]
         for method in TASK_METHODS:
-            # Unknown methods all the same (-32601), with words saying why (`toolscout.tasks`).
+            # Unknown methods all the same (-32601), with words saying why (`toolscout.upstream.tasks`).
             server.add_request_handler(method, types.RequestParams, _refuse_task_method)  # type: ignore[arg-type]
 
     # --- lists ------------------------------------------------------------------------------
@@ -159,7 +159,9 @@ class Proxied:
     ) -> types.ReadResourceResult | types.InputRequiredResult:
         return await self._answered(
             ctx, params, f"resource:{params.uri}",
-            lambda round_: _relayed(self._view(ctx).read_resource(params.uri, round_), not_found=RESOURCE_NOT_FOUND),
+            lambda round_, caller: _relayed(
+                self._view(ctx).read_resource(params.uri, round_, caller=caller), not_found=RESOURCE_NOT_FOUND
+            ),
         )
 
     async def get_prompt(
@@ -167,18 +169,20 @@ class Proxied:
     ) -> types.GetPromptResult | types.InputRequiredResult:
         return await self._answered(
             ctx, params, f"prompt:{params.name}",
-            lambda round_: _relayed(self._view(ctx).get_prompt(params.name, params.arguments or {}, round_)),
+            lambda round_, caller: _relayed(
+                self._view(ctx).get_prompt(params.name, params.arguments or {}, round_, caller=caller)
+            ),
         )
 
     async def _answered(self, ctx: ServerRequestContext[Any], params: Any, key: str, request: Any) -> Any:
         """A request whose upstream may need the client's input (`relay.py`): asked back on the
         handshake era; on 2026-07-28 its "input required" becomes ours, and the retry goes back."""
-        with relaying(ctx) as caller:
-            try:
-                round_ = input_round(key, params.input_responses, params.request_state)
-            except ToolCallError as exc:
-                raise MCPError(types.INVALID_PARAMS, str(exc)) from exc
-            server, result = await request(round_)
+        caller = ClientCaller(ctx)
+        try:
+            round_ = input_round(key, params.input_responses, params.request_state)
+        except ToolCallError as exc:
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from exc
+        server, result = await request(round_, caller)
         if isinstance(result, types.InputRequiredResult):
             asked = asking_client(caller, server, key, result)
             if isinstance(asked, str):

@@ -4,8 +4,8 @@ An upstream running a tool may ask the client's model for a completion (sampling
 input (elicitation). toolscout declares both to its upstreams and, while a client's call is in
 flight, sends such a request to that client, with the upstream named, and its answer back:
 
-    with relaying(ctx) as caller:              # around the gateway call (MetaTools.execute)
-        result = await gateway.call(...)
+    caller = ClientCaller(ctx)                 # the client of the request (MetaTools.execute)
+    result = await gateway.call(..., caller=caller)
     result = caller.noted(result)              # says what could not be relayed, if anything
 
 A client that did not declare the capability (or cannot be asked: no back-channel) is not asked;
@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import mcp_types as types
@@ -33,9 +31,9 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolscout.errors import ToolCallError
-from toolscout.upstream.connection import CURRENT_CALLER, InputRound
+from toolscout.upstream.session import InputRound
 
-__all__ = ["ClientCaller", "asking_client", "input_round", "relaying"]
+__all__ = ["ClientCaller", "asking_client", "input_round"]
 
 logger = logging.getLogger(__name__)
 
@@ -149,13 +147,3 @@ def input_round(key: str, responses: types.InputResponses | None, state: str | N
         raise ToolCallError(f"'requestState' belongs to a request for '{asked_for}', not '{key}'; retry that one.")
     return InputRound(responses, own)
 
-
-@contextmanager
-def relaying(ctx: ServerRequestContext[Any]) -> Iterator[ClientCaller]:
-    """Within this block, upstream requests made during the client's request go to its client."""
-    caller = ClientCaller(ctx)
-    token = CURRENT_CALLER.set(caller)
-    try:
-        yield caller
-    finally:
-        CURRENT_CALLER.reset(token)

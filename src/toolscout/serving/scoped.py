@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolscout.catalog import Catalog, ToolRecord
 from toolscout.errors import UnknownToolError
-from toolscout.profiles import PROFILE_NAME, Profile, Profiles
+from toolscout.registry.profiles import PROFILE_NAME, Profile, Profiles
 from toolscout.serving.clients import client_name
 from toolscout.upstream.status import summarize
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from toolscout.gateway import Gateway
     from toolscout.search import SearchResponse
     from toolscout.upstream import Limits, UpstreamStatus
-    from toolscout.upstream.connection import InputRound, ProgressFn
+    from toolscout.upstream.session import Caller, InputRound, ProgressFn
     from toolscout.upstream.offerings import Offerings
 
 __all__ = ["PROFILE_SCOPE_KEY", "ProfileChooser", "ScopedGateway", "profile_paths"]
@@ -105,14 +105,15 @@ class ScopedGateway:
         return self.gateway.resource_owner(uri, allows=self.profile.allows_server)
 
     async def read_resource(
-        self, uri: str, round_: InputRound | None = None
+        self, uri: str, round_: InputRound | None = None, *, caller: Caller | None = None
     ) -> tuple[str, types.ReadResourceResult | types.InputRequiredResult]:
-        return await self.gateway.read_resource(uri, round_, allows=self.profile.allows_server)
+        return await self.gateway.read_resource(uri, round_, allows=self.profile.allows_server, caller=caller)
 
     async def get_prompt(
-        self, name: str, arguments: Mapping[str, str], round_: InputRound | None = None
+        self, name: str, arguments: Mapping[str, str], round_: InputRound | None = None, *,
+        caller: Caller | None = None,
     ) -> tuple[str, types.GetPromptResult | types.InputRequiredResult]:
-        return await self.gateway.get_prompt(name, arguments, round_, allows=self.profile.allows_server)
+        return await self.gateway.get_prompt(name, arguments, round_, allows=self.profile.allows_server, caller=caller)
 
     async def complete(
         self, ref: types.PromptReference | types.ResourceTemplateReference, argument: dict[str, str],
@@ -134,13 +135,13 @@ class ScopedGateway:
 
     async def call(
         self, tool: ToolRecord, arguments: Mapping[str, Any], progress: ProgressFn | None = None,
-        round_: InputRound | None = None,
+        round_: InputRound | None = None, *, caller: Caller | None = None,
     ) -> types.CallToolResult | types.InputRequiredResult:
         if not self._allows(tool):
             # MetaTools resolves names against this view's catalog, so this is a second lock only;
             # to the client the tool does not exist.
             raise UnknownToolError(f"No tool '{tool.id}'. Use search_tools to find the tool for the task.")
-        return await self.gateway.call(tool, arguments, progress, round_)
+        return await self.gateway.call(tool, arguments, progress, round_, caller=caller)
 
     def _allows(self, tool: ToolRecord) -> bool:
         return self.profile.allows(tool.id, tool.server)

@@ -2,7 +2,7 @@
 the upstreams' resources, prompts, completions and logging relayed (`proxied.py`).
 
 Built on the SDK's low-level `Server` because the instructions are generated from the live catalog
-(`describe.py`) and change while the server runs. The two tools' definitions never change, whatever
+(`describe.py`) and change while the server runs. The two tools' definitions (`meta_tools.py`) never change, whatever
 upstreams are connected: the servers are named in the instructions and in each search answer.
 Every failure reaches the agent as an `isError` result with actionable text; never as a traceback.
 """
@@ -32,17 +32,25 @@ from toolscout.catalog import Catalog, ToolRecord
 from toolscout.errors import ToolCallError, UnknownToolError, UpstreamConfigurationError, UpstreamError
 from toolscout.gateway import Gateway
 from toolscout.naming import MAX_ID_LENGTH, qualified_forms
-from toolscout.request_ids import HEADER as REQUEST_ID_HEADER
-from toolscout.request_ids import serving_request
+from toolscout.serving.request_ids import HEADER as REQUEST_ID_HEADER
+from toolscout.serving.request_ids import serving_request
 from toolscout.serving import describe
 from toolscout.serving.answer import search_answer
 from toolscout.serving.describe import search_entry
+from toolscout.serving.meta_tools import (
+    DEFAULT_LIMIT,
+    EXECUTE_TOOL,
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
+    META_TOOLS,
+    SEARCH_TOOL,
+)
 from toolscout.serving.metrics import CallOutcome, GatewayMetrics
 from toolscout.serving.proxied import Proxied
-from toolscout.serving.relay import ClientCaller, asking_client, input_round, relaying
+from toolscout.serving.relay import ClientCaller, asking_client, input_round
 from toolscout.serving.tracing import tracer
 from toolscout.serving.scoped import ProfileChooser, ScopedGateway
-from toolscout.tasks import refused_task
+from toolscout.upstream.tasks import refused_task
 from toolscout.serving.validation import (
     check_argument_size,
     closest_parameter,
@@ -50,16 +58,11 @@ from toolscout.serving.validation import (
     resolve_tool,
     validate_arguments,
 )
-from toolscout.upstream.connection import ProgressFn
 from toolscout.upstream.failures import unavailable
 from toolscout.upstream.oversized import OVERSIZED_NOTE
+from toolscout.upstream.session import ProgressFn
 
 __all__ = [
-    "DEFAULT_LIMIT",
-    "EXECUTE_TOOL",
-    "MAX_LIMIT",
-    "MAX_QUERY_CHARS",
-    "SEARCH_TOOL",
     "CallObserver",
     "MetaTools",
     "build_server",
@@ -68,88 +71,13 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SEARCH_TOOL = "search_tools"
-EXECUTE_TOOL = "execute_tool"
-DEFAULT_LIMIT = 5
-MAX_LIMIT = 50
-# A search query describes a task in a sentence or two; thousands of characters are a mistake
-# (a document pasted in) and would only slow every retrieval signal down.
-MAX_QUERY_CHARS = 2000
 # Longer than any id (MAX_ID_LENGTH) with room for a prefix an agent may have added.
 _MAX_NAME_CHARS = 4 * MAX_ID_LENGTH
 # Clients we announce catalog changes to; old HTTP sessions fall off the end.
 _MAX_TRACKED_SESSIONS = 256
 
-_SEARCH_OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "tools": {"type": "array", "items": {"type": "object"}},
-        "notice": {"type": ["string", "null"]},
-        "omitted": {"type": "integer", "minimum": 0},
-        # True when no tool matches the request well (the notice then says so and names the closest).
-        "weak_match": {"type": "boolean"},
-        # The servers connected now, with their tool counts and what each is for.
-        "servers": {"type": "array", "items": {"type": "string"}},
-    },
-    "required": ["tools", "omitted"],
-}
-
-
-# The definitions of the two tools: built once, the same for every client and every catalog.
-_META_TOOLS: tuple[types.Tool, ...] = (
-    types.Tool(
-        name=SEARCH_TOOL,
-        title="Search tools",
-        description=describe.search_description(),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "minLength": 1, "description": "What you need to do, in plain words."},
-                "limit": {
-                    "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
-                    "description": "How many tools to return.",
-                },
-                "servers": {
-                    "type": "array", "items": {"type": "string"},
-                    "description": "Only search the tools of these servers (optional); the server "
-                                   "instructions and every search answer name them.",
-                },
-                "max_tokens": {
-                    "type": "integer", "minimum": 1,
-                    "description": "Token budget for the result; tools that do not fit are left out.",
-                },
-            },
-            "required": ["query"],
-        },
-        output_schema=_SEARCH_OUTPUT_SCHEMA,
-        annotations=types.ToolAnnotations(title="Search tools", read_only_hint=True, open_world_hint=False),
-    ),
-    types.Tool(
-        name=EXECUTE_TOOL,
-        title="Execute a tool",
-        description=describe.execute_description(),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "description": (
-                    "The tool's `name` (also its `id`) exactly as search_tools returned it. The "
-                    "upstream's own tool name works when only one server has it, and so do "
-                    "server.tool, server/tool and mcp__server__tool."
-                )},
-                "arguments": {
-                    "type": ["object", "string"],
-                    "description": "Arguments matching the tool's input schema, as a JSON object.",
-                },
-            },
-            "required": ["name"],
-        },
-        annotations=types.ToolAnnotations(
-            title="Execute a tool", read_only_hint=False, destructive_hint=True, open_world_hint=True
-        ),
-    ),
-)
 # What search_tools takes (anything else is refused, not ignored).
-_SEARCH_ARGUMENTS: tuple[str, ...] = tuple(_META_TOOLS[0].input_schema["properties"])
+_SEARCH_ARGUMENTS: tuple[str, ...] = tuple(META_TOOLS[0].input_schema["properties"])
 
 
 class _GatewayServer(Server[Any]):
@@ -186,6 +114,21 @@ class _GatewayServer(Server[Any]):
             extensions,
         )
 
+
+
+def _tool_name(arguments: dict[str, Any]) -> str:
+    """The tool id `execute_tool` was given; ToolCallError saying what is wrong with it."""
+    name = arguments.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ToolCallError("'name' must be the id of a tool, as returned by search_tools.")
+    name = name.strip()
+    if len(name) > _MAX_NAME_CHARS:
+        # Ids are at most 64 characters; a long one is a mistake, and fuzzy matching it is costly.
+        raise ToolCallError(
+            f"'name' is {len(name):,} characters, but tool ids are at most {MAX_ID_LENGTH}; "
+            "pass an id exactly as search_tools returned it."
+        )
+    return name
 
 def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
@@ -227,7 +170,7 @@ class MetaTools:
 
     def tools(self) -> list[types.Tool]:
         """The two meta-tools: the same definitions whatever upstreams are connected."""
-        return list(_META_TOOLS)
+        return list(META_TOOLS)
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -267,17 +210,17 @@ class MetaTools:
             if name == EXECUTE_TOOL:
                 # The upstream's progress reaches the agent (a no-op unless it asked for progress),
                 # and its sampling and elicitation requests reach this client (`relay.py`).
-                with relaying(ctx) as caller:
-                    try:
-                        result = await self.execute(
-                            arguments, progress=ctx.session.report_progress, caller=caller, gateway=gateway,
-                            answers=(params.input_responses, params.request_state),
-                        )
-                    except UpstreamError as exc:
-                        if not caller.notes:
-                            raise
-                        # The upstream failed because its question could not be relayed: say that.
-                        return _error("\n".join([f"{exc}.", *caller.notes]))
+                caller = ClientCaller(ctx)
+                try:
+                    result = await self.execute(
+                        arguments, progress=ctx.session.report_progress, caller=caller, gateway=gateway,
+                        answers=(params.input_responses, params.request_state),
+                    )
+                except UpstreamError as exc:
+                    if not caller.notes:
+                        raise
+                    # The upstream failed because its question could not be relayed: say that.
+                    return _error("\n".join([f"{exc}.", *caller.notes]))
                 return caller.noted(result) if isinstance(result, types.CallToolResult) else result
             return _error(f"Unknown tool '{name}'. This server has two tools: {SEARCH_TOOL} and {EXECUTE_TOOL}.")
         except ToolCallError as exc:
@@ -365,16 +308,7 @@ class MetaTools:
         """Run the tool `arguments` name. `caller`: the client, for an upstream's "input required"
         (2026-07-28); `answers`: the input responses and request state of the client's retry."""
         gateway = gateway or self.gateway
-        name = arguments.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise ToolCallError("'name' must be the id of a tool, as returned by search_tools.")
-        name = name.strip()
-        if len(name) > _MAX_NAME_CHARS:
-            # Ids are at most 64 characters; a long one is a mistake, and fuzzy matching it is costly.
-            raise ToolCallError(
-                f"'name' is {len(name):,} characters, but tool ids are at most {MAX_ID_LENGTH}; "
-                "pass an id exactly as search_tools returned it."
-            )
+        name = _tool_name(arguments)
         catalog = gateway.catalog
         if name in catalog.withheld:
             raise ToolCallError(f"Tool '{name}' is withheld: {catalog.withheld[name]}")
@@ -404,7 +338,7 @@ class MetaTools:
                 self._metrics.calling(tool.server) if self._metrics is not None else nullcontext(CallOutcome()) as outcome:
             # "failed" until the upstream answers (the span records the exception otherwise).
             span.set_attributes({"toolscout.tool": tool.id, "toolscout.server": tool.server, "toolscout.outcome": outcome.value})
-            answer = await gateway.call(tool, tool_arguments, progress, input_round(tool.id, *answers))
+            answer = await gateway.call(tool, tool_arguments, progress, input_round(tool.id, *answers), caller=caller)
             if isinstance(answer, types.InputRequiredResult):
                 outcome.value = "input_required"
                 span.set_attribute("toolscout.outcome", outcome.value)

@@ -27,7 +27,7 @@ def open_content_store(shared: str | None, cache_dir: Path) -> StateStore:
 
         return PostgresStateStore(shared)
     from toolscout.state.sqlite import SqliteStateStore
-    from toolscout.state_files import open_or_set_aside
+    from toolscout.state.files import open_or_set_aside
 
     path = cache_dir / CACHE_FILE
     return open_or_set_aside(path, lambda: SqliteStateStore(path, keeps_decisions=False))

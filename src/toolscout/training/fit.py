@@ -194,7 +194,7 @@ def train(plan: TrainingPlan, run_dir: Path, *, device: str = "cpu", base_folder
     `base_folder` replaces the plan's base model by a copy of its files (a GPU machine without the
     base model's package gets them this way).
     """
-    from toolscout.training.extra import require_training_extra
+    from toolscout.index.model_files import require_training_extra
 
     require_training_extra()
     import torch

@@ -195,7 +195,7 @@ def reranker_rows(plan: RerankerPlan, run_dir: Path, split: str) -> list[tuple[s
 
 def train_reranker(plan: RerankerPlan, run_dir: Path, *, device: str = "cpu", base_folder: Path | None = None) -> Path:
     """Train (resuming from the newest checkpoint in `run_dir`); returns the CrossEncoder folder."""
-    from toolscout.training.extra import require_training_extra
+    from toolscout.index.model_files import require_training_extra
 
     require_training_extra()
     import torch

@@ -13,7 +13,8 @@ from toolscout.upstream.records import build_catalog, tool_record
 from toolscout.upstream.status import State, UpstreamStatus
 
 if TYPE_CHECKING:
-    from toolscout.upstream.connection import ProgressFn, Upstream
+    from toolscout.upstream.connection import Upstream
+    from toolscout.upstream.session import ProgressFn
     from toolscout.upstream.pool import UpstreamPool
 
 __all__ = [
@@ -30,7 +31,7 @@ __all__ = [
     "tool_record",
 ]
 
-_WITH_THE_SDK = {"ProgressFn": "connection", "Upstream": "connection", "UpstreamPool": "pool"}
+_WITH_THE_SDK = {"ProgressFn": "session", "Upstream": "connection", "UpstreamPool": "pool"}
 
 
 def __getattr__(name: str) -> Any:

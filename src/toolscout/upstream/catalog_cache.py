@@ -35,9 +35,10 @@ from typing import Any
 
 from toolscout.catalog import Catalog, ToolRecord
 from toolscout.errors import StateError
-from toolscout.learning.storage import data_dir
+from toolscout.state.files import data_dir
 from toolscout.naming import NameMap
-from toolscout.registry.loading import ServerSpec
+from toolscout.registry.sources import RegistrySource
+from toolscout.registry.spec import ServerSpec
 from toolscout.state import Records, open_state
 from toolscout.upstream.published import registry_key
 from toolscout.upstream.status import State, UpstreamStatus
@@ -72,7 +73,7 @@ class SeenCatalog:
 _KIND = "catalogs"
 
 
-def _key(registries: Sequence[Path | str]) -> str:
+def _key(registries: Sequence[RegistrySource | Path | str]) -> str:
     return hashlib.sha256(json.dumps(registry_key(registries)).encode()).hexdigest()[:16]
 
 
@@ -87,7 +88,7 @@ def _specs_key(specs: Sequence[ServerSpec]) -> str:
 
 
 def save_catalog(
-    registries: Sequence[Path | str],
+    registries: Sequence[RegistrySource | Path | str],
     specs: Sequence[ServerSpec],
     listed: Catalog,
     statuses: Sequence[UpstreamStatus],
@@ -125,7 +126,7 @@ def save_catalog(
 
 
 def load_catalog(
-    registries: Sequence[Path | str], specs: Sequence[ServerSpec], *, state: str | None = None
+    registries: Sequence[RegistrySource | Path | str], specs: Sequence[ServerSpec], *, state: str | None = None
 ) -> SeenCatalog | None:
     """The catalog last seen over these registries as they are now; None if there is none (or broken)."""
     try:
@@ -154,7 +155,7 @@ def load_catalog(
     return SeenCatalog(seen_at=seen_at, statuses=statuses, catalog=Catalog.of(tools))
 
 
-def _read(records: Records, registries: Sequence[Path | str], spec_key: str) -> dict[str, Any] | None:
+def _read(records: Records, registries: Sequence[RegistrySource | Path | str], spec_key: str) -> dict[str, Any] | None:
     key = _key(registries)
     data = records.get(key)
     if data is None:

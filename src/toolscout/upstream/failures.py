@@ -32,7 +32,7 @@ from toolscout.errors import ConfigError, UpstreamConfigurationError, UpstreamEr
 from toolscout.upstream.status import State, UpstreamStatus, describe_failure
 
 if TYPE_CHECKING:
-    from toolscout.registry.loading import ServerSpec
+    from toolscout.registry.spec import ServerSpec
 
 __all__ = [
     "CONFIGURATION_NOTE",

@@ -32,17 +32,10 @@ import mcp_types as types
 
 from toolscout.catalog import Catalog, ToolRecord
 from toolscout.errors import UpstreamError
-from toolscout.registry.loading import ServerSpec
-from toolscout.upstream.connection import (
-    DEFAULT_CALL_TIMEOUT,
-    DEFAULT_START_TIMEOUT,
-    InputRound,
-    NoticeFn,
-    ProgressFn,
-    State,
-    Upstream,
-    UpstreamStatus,
-)
+from toolscout.registry.spec import ServerSpec
+from toolscout.upstream.connection import DEFAULT_CALL_TIMEOUT, DEFAULT_START_TIMEOUT, SignInFor, Upstream
+from toolscout.upstream.session import Caller, InputRound, NoticeFn, ProgressFn
+from toolscout.upstream.status import State, UpstreamStatus
 from toolscout.upstream.defaults import DEFAULT_MAX_RESTARTS, DEFAULT_RETRY_INTERVAL, STABLE_UPTIME
 from toolscout.upstream.limits import Limits
 from toolscout.upstream.offerings import Offerings
@@ -124,6 +117,7 @@ class UpstreamPool:
         limits: Limits = Limits(),
         on_change: Callable[[], None] = lambda: None,
         on_notice: NoticeFn = lambda server, notification: None,
+        sign_in: SignInFor = lambda spec: None,
     ) -> None:
         self.max_restarts = max_restarts
         self.retry_interval = retry_interval
@@ -134,7 +128,7 @@ class UpstreamPool:
         def make(spec: ServerSpec) -> Upstream:
             return Upstream(
                 spec, start_timeout=start_timeout, call_timeout=call_timeout, limits=limits, on_change=on_change,
-                on_notice=on_notice,
+                on_notice=on_notice, sign_in=sign_in,
             )
 
         self._make = make
@@ -287,10 +281,10 @@ class UpstreamPool:
 
     async def call(
         self, tool: ToolRecord, arguments: Mapping[str, Any], progress: ProgressFn | None = None,
-        round_: InputRound | None = None,
+        round_: InputRound | None = None, *, caller: Caller | None = None,
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Call `tool` on the upstream that owns it (never on another one with a same-named tool)."""
         upstream = self.upstreams.get(tool.server)
         if upstream is None:
             raise UpstreamError(tool.server, "is not configured", transient=False)
-        return await upstream.call(tool.name, arguments, progress, round_)
+        return await upstream.session.call(tool.name, arguments, progress, round_, caller=caller)

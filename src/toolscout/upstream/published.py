@@ -31,8 +31,9 @@ from typing import Any
 import anyio
 
 from toolscout.errors import StateError
-from toolscout.learning.storage import data_dir
+from toolscout.registry.sources import RegistrySource, sources_of
 from toolscout.state.replicas import BEAT_INTERVAL, ReplicaBoard
+from toolscout.state.files import data_dir, write_private_json
 from toolscout.upstream.status import UpstreamStatus
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
     "registry_key",
     "running_gateways",
     "status_file",
-    "write_private_json",
 ]
 
 logger = logging.getLogger(__name__)
@@ -73,17 +73,15 @@ def status_file(directory: Path | None = None) -> Path:
     return (directory or gateways_dir()) / f"{os.getpid()}.json"
 
 
-def registry_key(registries: Sequence[Path | str]) -> list[str]:
-    """The registries a gateway serves, in a form that compares equal however they were named.
-
-    A registry URL (given as a str) is its own key; a file is keyed by its absolute path."""
-    return sorted(source if isinstance(source, str) else str(Path(source).expanduser().resolve())
-                  for source in registries)
+def registry_key(registries: Sequence[RegistrySource | Path | str]) -> list[str]:
+    """The registries a gateway serves, in a form that compares equal however they were named
+    (a URL is its own key; a file is keyed by its absolute path)."""
+    return sorted(source.key for source in sources_of(registries))
 
 
 async def publish_statuses(
     statuses: Callable[[], list[UpstreamStatus]],
-    registries: Sequence[Path | str],
+    registries: Sequence[RegistrySource | Path | str],
     transport: str,
     *,
     directory: Path | None = None,
@@ -135,7 +133,7 @@ def _leave(board: ReplicaBoard) -> None:
 
 
 def running_gateways(
-    registries: Sequence[Path | str], *, directory: Path | None = None, board: ReplicaBoard | None = None
+    registries: Sequence[RegistrySource | Path | str], *, directory: Path | None = None, board: ReplicaBoard | None = None
 ) -> list[PublishedGateway]:
     """The gateways running now over exactly these registries, oldest first: this machine's, from
     their status files, and with `board` the replicas of other hosts sharing the state store.
@@ -188,19 +186,6 @@ def _status_row(status: UpstreamStatus) -> dict[str, Any]:
         "last_restart_reason": status.last_restart_reason,
         "next_attempt": status.next_attempt,
     }
-
-
-def write_private_json(path: Path, data: dict[str, Any]) -> None:
-    """Replace the file in one step, so a reader never sees half of it; OSError if that failed.
-
-    Readable by this user only: reasons can quote an upstream's stderr.
-    """
-    partial = path.with_suffix(".partial")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-        json.dump(data, file, ensure_ascii=False)
-    os.replace(partial, path)
 
 
 def _write(path: Path, data: dict[str, Any]) -> bool:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from toolscout.upstream.status import SKIPPED
 
 if TYPE_CHECKING:
-    from toolscout.registry.loading import ServerSpec
+    from toolscout.registry.spec import ServerSpec
 
 __all__ = [
     "GATEWAY_MARKER",

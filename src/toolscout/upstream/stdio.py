@@ -144,35 +144,60 @@ async def stdio_transport(
     )
     _live_groups.add(process.pid)
     # Nothing may await between the spawn and the try below, or a cancellation would leak the child.
-    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
-    writer_done, reader_done, exited = anyio.Event(), anyio.Event(), anyio.Event()
+    pipes = _Pipes(process, max_line_bytes=max_line_bytes, max_result_bytes=max_result_bytes, on_fault=on_fault)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pipes.read_stdout)
+            tg.start_soon(pipes.write_stdin)
+            tg.start_soon(pipes.watch_exit)
+            try:
+                yield pipes.read_stream, pipes.write_stream
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _shutdown(process, pipes.write_stream, pipes.writer_done)
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            # Backstop for a cancellation that came before the task group took over.
+            await _kill_group(process)
+            _live_groups.discard(process.pid)
+            await pipes.aclose()
+            _close_transport(process)
 
-    def end_session(reason: str | None) -> None:
+
+class _Pipes:
+    """The streams between a session and the upstream process, and the three tasks that move
+    messages along them and watch the process end."""
+
+    def __init__(
+        self, process: anyio.abc.Process, *, max_line_bytes: int, max_result_bytes: int, on_fault: Callable[[str], None]
+    ) -> None:
+        self.process = process
+        self.max_line_bytes, self.max_result_bytes = max_line_bytes, max_result_bytes
+        self.on_fault = on_fault
+        self.read_writer, self.read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        self.write_stream, self.write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+        self.writer_done, self.reader_done, self.exited = anyio.Event(), anyio.Event(), anyio.Event()
+
+    def end_session(self, reason: str | None) -> None:
         if reason:
-            on_fault(reason)
-        read_writer.close()
+            self.on_fault(reason)
+        self.read_writer.close()
 
-    async def end_session_once_exit_is_known() -> None:
+    async def end_session_once_exit_is_known(self) -> None:
         # A pipe that closes usually means the process is exiting: wait a moment for how it
         # ended, so that the calls failing now can say it.
         with anyio.move_on_after(_LAST_WORDS):
-            await exited.wait()
-        end_session(None)
+            await self.exited.wait()
+        self.end_session(None)
 
-    async def read_stdout() -> None:
-        assert process.stdout is not None
-        reader, junk = LineReader(process.stdout, max_line_bytes), 0
+    async def read_stdout(self) -> None:
+        assert self.process.stdout is not None
+        reader, junk = LineReader(self.process.stdout, self.max_line_bytes), 0
         try:
             while (line := await reader.next_line()) is not None:
                 if isinstance(line, OversizedLine):
-                    salvaged = salvage(line, max_line_bytes=max_line_bytes, max_result_bytes=max_result_bytes)
-                    if salvaged is None:
-                        logger.warning("an upstream wrote a message of %s on stdout, over the %s limit "
-                                       "(max_line_bytes), that answers no call; dropped it",
-                                       human_size(line.size), human_size(max_line_bytes))
-                    else:
-                        await read_writer.send(salvaged)
+                    await self._pass_oversized(line)
                     continue
                 if not line.strip():
                     continue
@@ -180,57 +205,50 @@ async def stdio_transport(
                 junk = junk + 1 if isinstance(item, Exception) else 0
                 if junk >= MAX_JUNK_LINES:
                     raise StdoutFault(f"wrote {MAX_JUNK_LINES} lines in a row that are not JSON-RPC on stdout")
-                await read_writer.send(item)
-            await end_session_once_exit_is_known()
+                await self.read_writer.send(item)
+            await self.end_session_once_exit_is_known()
         except StdoutFault as exc:
-            end_session(str(exc))
+            self.end_session(str(exc))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
         finally:
-            reader_done.set()
+            self.reader_done.set()
 
-    async def write_stdin() -> None:
-        assert process.stdin is not None
+    async def _pass_oversized(self, line: OversizedLine) -> None:
+        salvaged = salvage(line, max_line_bytes=self.max_line_bytes, max_result_bytes=self.max_result_bytes)
+        if salvaged is None:
+            logger.warning("an upstream wrote a message of %s on stdout, over the %s limit "
+                           "(max_line_bytes), that answers no call; dropped it",
+                           human_size(line.size), human_size(self.max_line_bytes))
+        else:
+            await self.read_writer.send(salvaged)
+
+    async def write_stdin(self) -> None:
+        assert self.process.stdin is not None
         try:
-            async with write_reader:
-                async for message in write_reader:
+            async with self.write_reader:
+                async for message in self.write_reader:
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                    await process.stdin.send(data.encode("utf-8"))
+                    await self.process.stdin.send(data.encode("utf-8"))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             # The upstream stopped reading: end the session rather than leave requests hanging.
-            await end_session_once_exit_is_known()
+            await self.end_session_once_exit_is_known()
         finally:
-            writer_done.set()
+            self.writer_done.set()
 
-    async def watch_exit() -> None:
-        on_fault(f"the upstream process {await _wait_exit(process)}")
-        exited.set()
+    async def watch_exit(self) -> None:
+        self.on_fault(f"the upstream process {await _wait_exit(self.process)}")
+        self.exited.set()
         # The leader is gone. Its last words are read if stdout ends soon; a grandchild may hold
         # stdout open for ever, though, so the session ends here regardless.
         with anyio.move_on_after(_LAST_WORDS):
-            await reader_done.wait()
-        end_session(None)
-        await _kill_group(process)
+            await self.reader_done.wait()
+        self.end_session(None)
+        await _kill_group(self.process)
 
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(read_stdout)
-            tg.start_soon(write_stdin)
-            tg.start_soon(watch_exit)
-            try:
-                yield read_stream, write_stream
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await _shutdown(process, write_stream, writer_done)
-                tg.cancel_scope.cancel()
-    finally:
-        with anyio.CancelScope(shield=True):
-            # Backstop for a cancellation that came before the task group took over.
-            await _kill_group(process)
-            _live_groups.discard(process.pid)
-            for stream in (read_stream, read_writer, write_stream, write_reader):
-                await stream.aclose()
-            _close_transport(process)
+    async def aclose(self) -> None:
+        for stream in (self.read_stream, self.read_writer, self.write_stream, self.write_reader):
+            await stream.aclose()
 
 
 async def _shutdown(process: anyio.abc.Process, write_stream: Any, writer_done: anyio.Event) -> None:

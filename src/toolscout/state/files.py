@@ -13,15 +13,28 @@ overlays, pins, token files) are not state files: those are refused with a messa
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-__all__ = ["PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "open_or_set_aside", "private_dir", "private_file", "set_aside"]
+import platformdirs
+
+__all__ = [
+    "DATA_DIR_ENV",
+    "PRIVATE_DIR_MODE",
+    "PRIVATE_FILE_MODE",
+    "data_dir",
+    "open_or_set_aside",
+    "private_dir",
+    "private_file",
+    "set_aside",
+    "write_private_json",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +44,17 @@ PRIVATE_DIR_MODE = 0o700
 _SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
 
 T = TypeVar("T")
+
+# Overrides the per-user data directory (tests, portable installs, several profiles side by side).
+DATA_DIR_ENV = "TOOLSCOUT_DATA_DIR"
+
+
+def data_dir() -> Path:
+    """The directory of the files toolscout keeps per user beside the state store (catalog and status files)."""
+    override = os.environ.get(DATA_DIR_ENV)
+    if override:
+        return Path(override).expanduser()
+    return platformdirs.user_data_path("toolscout", appauthor=False)
 
 
 def private_dir(path: Path) -> Path:
@@ -76,3 +100,16 @@ def open_or_set_aside(path: Path, open_it: Callable[[], T]) -> T:
         set_aside(path, str(damage))
     private_file(path)
     return open_it()
+
+
+def write_private_json(path: Path, data: dict[str, Any]) -> None:
+    """Replace the file in one step, so a reader never sees half of it; OSError if that failed.
+
+    Readable by this user only: reasons can quote an upstream's stderr.
+    """
+    partial = path.with_suffix(".partial")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        json.dump(data, file, ensure_ascii=False)
+    os.replace(partial, path)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from toolscout.errors import ConfigError
 from toolscout.json_files import read_json_file
-from toolscout.registry.urls import is_registry_url
+from toolscout.registry.sources import RegistrySource, RegistryUrl, sources_of
 
 __all__ = ["PROFILE_NAME", "Profile", "Profiles", "load_profiles"]
 
@@ -69,16 +69,16 @@ class Profiles:
         return bool(self.by_name)
 
 
-def load_profiles(sources: Sequence[Path | str], server_names: Iterable[str]) -> Profiles:
+def load_profiles(sources: Sequence[RegistrySource | Path | str], server_names: Iterable[str]) -> Profiles:
     """The "profiles" of the registry files among `sources` (URLs define none), checked against
     the servers the registries define."""
     known = set(server_names)
     found: dict[str, Profile] = {}
     origin: dict[str, str] = {}
-    for source in sources:
-        if isinstance(source, str) and is_registry_url(source):
+    for source in sources_of(sources):
+        if isinstance(source, RegistryUrl):
             continue
-        document = read_json_file(Path(source), "registry file")
+        document = read_json_file(source.path, "registry file")
         if not isinstance(document, dict) or "profiles" not in document:
             continue
         entries = document["profiles"]

@@ -1,0 +1,143 @@
+"""How well the calibrated confidence (`toolscout.search.calibrated`) tells served requests from unserved ones, per dev set.
+
+For every dev set (everyday, devtools, bundled, bundled_translated, etom_mcp, toolbench_stb,
+toollens_train), up to `--per-set` of its requests (evenly spread) are searched as `search_tools`
+searches them (limit 5) twice:
+- served: on the set's own catalog;
+- unserved: on that catalog without the request's right tools (relevant and acceptable ids). The
+  requests are grouped so that each group's right tools are at most a tenth of the catalog, and
+  each group is searched on the catalog without them (re-indexed: nothing of a dropped tool stays).
+etom_mcp's real infeasible requests (queries_infeasible.jsonl) are searched on its own catalog.
+
+Per set it prints the expected calibration error (10 equal-width bins) of the confidence against
+"the first result serves the request" over served and unserved requests together; the recall of
+unserved requests at the threshold that flags at most 1%, 2% and 5% of the served ones (false
+alarms); and at the shipped threshold (`weak_below`), its false alarms and recall. Nothing is
+fitted here: the dev sets only measure. The searched requests' features are cached under
+runs/confidence (per model and ranker file), so a refitted confidence.json is measured in seconds.
+
+    .venv/bin/python benchmarks/confidence_eval.py [--model bundled] [--ranker FILE] [--per-set 300]
+
+Prints markdown; progress on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from toolscout.eval.datasets import Dataset
+from toolscout.eval.dev_sets import DevSet, dev_sets
+from toolscout.eval.runner import sample_queries
+from toolscout.search.calibrated import CONFIDENCE_FILE, Calibration
+from toolscout.training.confidence_fit import (
+    Row,
+    expected_calibration_error,
+    ranker_beside_model,
+    recall_at_false_alarms,
+    replay,
+)
+from toolscout.training.ranker_fit import Catalog
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT.parent / "shared" / "bench"
+FALSE_ALARMS = (0.01, 0.02, 0.05)
+# The right tools dropped at once are at most this share of a catalog.
+DROP_SHARE = 0.1
+log = logging.getLogger("confidence_eval")
+
+
+def catalogs(dev: DevSet, per_set: int, seed: int = 0) -> list[Catalog]:
+    """The set's own catalog with its sampled requests, and one catalog per group of requests
+    without the group's right tools (those requests unserved there)."""
+    dataset: Dataset = dev.dataset
+    known = {t.id for t in dataset.tools}
+    queries = [q for q in sample_queries(dataset.queries, per_set) if q.answers & known]
+    out = [Catalog(f"{dev.name}@own", tuple(dataset.tools), tuple((q.text, q.answers) for q in queries))]
+    cap = max(1, int(DROP_SHARE * len(dataset.tools)))
+    rng = random.Random(seed)
+    left = list(queries)
+    rng.shuffle(left)
+    group = 0
+    while left:
+        dropped: set[str] = set()
+        for query in left:
+            if not dropped or len(dropped | query.answers) <= cap:
+                dropped |= query.answers
+        inside = [q for q in left if q.answers <= dropped]
+        left = [q for q in left if not q.answers <= dropped]
+        tools = tuple(t for t in dataset.tools if t.id not in dropped)
+        group += 1
+        out.append(Catalog(f"{dev.name}@drop{group}", tools, tuple((q.text, frozenset()) for q in inside)))
+    return out
+
+
+def infeasible(bench: Path, dev: DevSet) -> Catalog:
+    lines = (bench / "etom_mcp" / "queries_infeasible.jsonl").read_text(encoding="utf-8").splitlines()
+    requests = tuple((json.loads(line)["query"], frozenset()) for line in lines if line.strip())
+    return Catalog("etom_mcp infeasible@own", tuple(dev.dataset.tools), requests)
+
+
+def table(groups: dict[str, list[Row]], calibration: Calibration) -> str:
+    fa = " | ".join(f"recall @{f:.0%} FA" for f in FALSE_ALARMS)
+    lines = [
+        f"| dev set | served | unserved | first right (served) | ECE | {fa} | shipped: FA | shipped: recall |",
+        "|---|---:|---:|---:|---:|" + "---:|" * len(FALSE_ALARMS) + "---:|---:|",
+    ]
+    threshold = calibration.weak_below if calibration.weak_below is not None else 0.0
+    for name, rows in groups.items():
+        confidence = np.array([calibration.confidence(r.features) for r in rows])
+        labels = np.array([r.first_serves for r in rows])
+        feasible = np.array([r.feasible for r in rows])
+        served, unserved = confidence[feasible], confidence[~feasible]
+        ece = expected_calibration_error(confidence, labels) if feasible.any() else float("nan")
+        recalls = " | ".join(
+            f"{recall_at_false_alarms(served, unserved, f):.2f}" if feasible.any() else "-" for f in FALSE_ALARMS
+        )
+        shipped_fa = f"{(served < threshold).mean():.3f}" if feasible.any() else "-"
+        right = f"{labels[feasible].mean():.3f}" if feasible.any() else "-"
+        lines.append(f"| {name} | {feasible.sum()} | {(~feasible).sum()} | {right} | {ece:.3f} | {recalls} | {shipped_fa} | "
+                     f"{(unserved < threshold).mean():.2f} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bench", type=Path, default=BENCH)
+    parser.add_argument("--model", default="bundled")
+    parser.add_argument("--ranker", type=Path, help="ranker file (default: ranker.json beside the model)")
+    parser.add_argument("--confidence", type=Path, help=f"calibration (default: {CONFIDENCE_FILE} beside the ranker)")
+    parser.add_argument("--per-set", type=int, default=300, help="requests per dev set")
+    parser.add_argument("--cache", type=Path, default=ROOT / "runs" / "confidence")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    ranker = args.ranker or ranker_beside_model(args.model)
+    groups: dict[str, list[Row]] = {}
+    for dev in dev_sets(args.bench):
+        tested = catalogs(dev, args.per_set)
+        if dev.name == "etom_mcp":
+            tested.append(infeasible(args.bench, dev))
+        rows = replay(tested, args.model, ranker, args.cache, log.info)
+        groups[dev.name] = [r for r in rows if not r.catalog.startswith("etom_mcp infeasible")]
+        if dev.name == "etom_mcp":
+            own = [r for r in rows if r.catalog == "etom_mcp@own"]
+            groups["etom_mcp (real infeasible)"] = own + [r for r in rows if r.catalog.startswith("etom_mcp infeasible")]
+    # Read after the searches: they do not depend on it (the cache serves a refitted one at once).
+    path = args.confidence or ranker.with_name(CONFIDENCE_FILE)
+    calibration = Calibration.from_json(json.loads(path.read_text(encoding="utf-8")), str(path))
+    print(f"Calibrated confidence {path.name} (ranker {ranker.name}, model {args.model}); shipped threshold "
+          f"{calibration.weak_below}; up to {args.per_set} requests per set, each served (own catalog) and "
+          f"unserved (its right tools dropped)\n")
+    print(table(groups, calibration))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

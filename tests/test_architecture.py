@@ -1,0 +1,161 @@
+"""The house drawn from the imports: which room may use which, and what the serving path loads.
+
+Each package of src/toolscout is a room, and each module at the top of the package is one too.
+A room may import only rooms of a lower floor, so no two rooms import each other:
+
+    commands, cli        the command line (training and evaluation only here)
+    app                  the one place that assembles the application
+    serving              the MCP face
+    gateway              the gateway over upstreams and search
+    oauth, training      signing in to remote upstreams (over their transports); fitting models
+    upstream, security, eval
+    search
+    index, registry, learning
+    state                the state store, and toolscout's own state files
+    json_files, secrets  helpers every room may use
+    errors, catalog, naming, wording, toolscout/__init__
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import toolscout
+
+PACKAGE = Path(toolscout.__file__).parent
+
+FLOORS = [
+    {"<root>", "errors", "catalog", "naming", "wording"},
+    {"json_files", "secrets"},
+    {"state"},
+    {"index", "registry", "learning"},
+    {"search"},
+    {"upstream", "security", "eval"},
+    {"oauth", "training"},
+    {"gateway"},
+    {"serving"},
+    {"app"},
+    {"commands", "cli"},
+    {"__main__"},
+]
+FLOOR = {room: number for number, rooms in enumerate(FLOORS) for room in rooms}
+
+# The one import against the direction, and why it is not a loop: a model folder with weights but
+# no .onnx file is exported on first use (with the train extra installed), and the exporter it
+# reaches imports nothing of toolscout's (asserted below).
+EXCEPTIONS = {("toolscout.index.dense", "toolscout.training.onnx_export")}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every toolscout module `path` imports, at the top or inside a function."""
+    module = _module_name(path)
+    here = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - node.level + 1]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            found.add(name)
+    return {name for name in found if name == "toolscout" or name.startswith("toolscout.")}
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return "<root>" if len(parts) == 1 else parts[1]
+
+
+def _edges() -> dict[tuple[str, str], list[str]]:
+    """(importing room, imported room) -> the module imports that make that edge."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module_name(path)
+        for imported in _imports(path):
+            if (module, imported) in EXCEPTIONS:
+                continue
+            pair = (_room(module), _room(imported))
+            if pair[0] != pair[1]:
+                edges.setdefault(pair, []).append(f"{module} -> {imported}")
+    return edges
+
+
+def test_every_room_of_the_package_is_on_a_floor():
+    rooms = {_room(_module_name(path)) for path in PACKAGE.rglob("*.py")}
+    assert rooms - FLOOR.keys() == set(), "put each new package or top module on a floor above"
+
+
+def test_rooms_import_only_rooms_of_a_lower_floor():
+    upward = [
+        f"{' ; '.join(lines)} (floor {FLOOR[a]} -> floor {FLOOR[b]})"
+        for (a, b), lines in _edges().items()
+        if FLOOR[a] <= FLOOR[b]
+    ]
+    assert upward == []
+
+
+def test_no_two_rooms_import_each_other_through_any_path():
+    graph: dict[str, set[str]] = {}
+    for a, b in _edges():
+        graph.setdefault(a, set()).add(b)
+    finished: set[str] = set()
+
+    def visit(room: str, path: list[str]) -> list[str] | None:
+        if room in path:
+            return path[path.index(room):] + [room]
+        if room in finished:
+            return None
+        for nxt in sorted(graph.get(room, ())):
+            loop = visit(nxt, [*path, room])
+            if loop:
+                return loop
+        finished.add(room)
+        return None
+
+    loops = [loop for room in sorted(graph) if (loop := visit(room, []))]
+    assert loops == []
+
+
+def test_the_top_of_the_package_holds_at_most_nine_modules():
+    top = sorted(path.stem for path in PACKAGE.glob("*.py") if path.stem not in ("__init__", "__main__"))
+    assert len(top) <= 9, top
+
+
+def test_the_onnx_exporter_the_runtime_may_reach_imports_nothing_of_toolscout():
+    assert _imports(PACKAGE / "training" / "onnx_export.py") == set()
+
+
+def _loaded_after(code: str) -> list[str]:
+    """The modules of training, evaluation and torch a fresh interpreter holds after `code`."""
+    probe = (
+        f"{code}\nimport sys\n"
+        "print('\\n'.join(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', "
+        "'sentence_transformers') or m.startswith(('toolscout.training', 'toolscout.eval')))))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    return done.stdout.split()
+
+
+def test_assembling_the_application_loads_no_training_evaluation_or_torch():
+    assert _loaded_after("import toolscout.app") == []
+
+
+def test_the_command_line_of_serve_loads_no_training_evaluation_or_torch():
+    code = (
+        "from toolscout import cli\n"
+        "args = cli.build_parser(cli._command_in(['serve'])).parse_args(['serve'])\n"
+        "assert args.handler.__module__ == 'toolscout.commands.serve'\n"
+        "import toolscout.commands.serve, toolscout.serving.server, toolscout.serving.http"
+    )
+    assert _loaded_after(code) == []
