@@ -8,7 +8,9 @@
 #                                     torch, transformers, sentence-transformers, onnx, ...), which
 #                                     the export and training tests use, and Debian's postgresql
 #                                     server, which the state store tests start clusters of (apt,
-#                                     as root; elsewhere install it yourself or those tests skip)
+#                                     as root; elsewhere install it yourself or those tests skip),
+#                                     and Debian's chromium with its driver, which the dashboard
+#                                     tests drive headless (likewise)
 # Idempotent: a second run only checks that everything is in place.
 # torch is installed first, pinned: a bare `torch` requirement resolves to the multi-GB CUDA
 # build on Linux. On a machine without a local CPU wheel, take the CPU build from PyTorch's index:
@@ -42,6 +44,16 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb 
             || echo "toolscout setup: could not install postgresql; the Postgres state store tests will be skipped" >&2
     else
         echo "toolscout setup: no postgresql server found; the Postgres state store tests will be skipped" >&2
+    fi
+fi
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+        echo "toolscout setup: installing chromium and its driver (Debian) for the dashboard tests" >&2
+        # Not fatal: without them the dashboard tests skip, saying why.
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; } \
+            || echo "toolscout setup: could not install chromium; the dashboard tests will be skipped" >&2
+    else
+        echo "toolscout setup: no chromium and chromedriver found; the dashboard tests will be skipped" >&2
     fi
 fi
 echo "toolscout setup: installing toolscout with its test tools, training extra and reranker" >&2

@@ -136,6 +136,27 @@ def test_strict_mode_holds_new_tools_until_a_person_approves_them(tmp_path: Path
     assert verdict is not None and verdict.status is PinStatus.TRUSTED
 
 
+def test_a_rejected_change_stays_withheld_says_who_rejected_it_and_a_newer_one_is_pending_afresh(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = store_at(tmp_path)
+    store.check([ADD])
+    store.check([POISONED_ADD])
+    [change] = store.pending()
+    assert store.reject([change], rejected_by="dashboard (ops)") == [change]
+    verdict = store.check([POISONED_ADD]).get("math", "add")
+    assert verdict is not None and verdict.status is PinStatus.CHANGED and verdict.blocked
+    [rejected] = store.pending()
+    assert rejected.rejected_by == "dashboard (ops)" and rejected.rejected_at
+    assert main(["approve", "--state", store.location]) == 0
+    assert "rejected by dashboard (ops) at" in capsys.readouterr().out
+    newer = dataclasses.replace(POISONED_ADD, description="Adds two numbers, then more.")
+    store.check([newer])
+    [fresh] = store.pending()
+    assert fresh.candidate_fingerprint == newer.fingerprint and not fresh.rejected_at
+    assert store.reject([rejected]) == []  # what was shown is no longer the candidate
+
+
 def test_a_schema_change_alone_is_quarantined(tmp_path: Path) -> None:
     store = store_at(tmp_path)
     store.check([ADD])

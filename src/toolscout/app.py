@@ -36,6 +36,7 @@ from toolscout.upstream.defaults import DEFAULT_READY_WAIT
 
 if TYPE_CHECKING:
     from toolscout.catalog import Catalog
+    from toolscout.dashboard import Dashboard
     from toolscout.gateway import CatalogIndexer, CatalogListener, Gateway, SummaryScreen, ToolScreen
     from toolscout.learning.sources import LearningSources
     from toolscout.registry.sources import RegistrySource
@@ -117,6 +118,8 @@ class ServingOptions:
     # The profile a client gets unless its HTTP path names another (`toolscout.registry.profiles`);
     # None: the whole gateway.
     profile: str | None = None
+    # Open the dashboard's sign-in link in a browser once serving (`toolscout ui`).
+    open_dashboard: bool = False
 
 
 @dataclass(frozen=True)
@@ -367,6 +370,8 @@ class App:
         self.metrics: GatewayMetrics | None = None
         # The registries' profiles and which one a request gets; None when they define none.
         self._profiles: ProfileChooser | None = None
+        # The operator's pages at /ui of the HTTP server (`toolscout.dashboard`).
+        self.dashboard: Dashboard | None = None
 
     @property
     def gateway(self) -> Gateway:
@@ -441,6 +446,15 @@ class App:
         self.metrics = GatewayMetrics(gateway) if config.serving.transport == "http" else None
         self._server = build_server(gateway, observers=learning.observers, metrics=self.metrics, profiles=self._profiles)
         learning.install(self._server)
+        if config.serving.transport == "http":
+            from toolscout.dashboard import Dashboard
+
+            self.dashboard = Dashboard(
+                gateway, metrics=self.metrics, profiles=self._profiles,
+                pins=hooks.pins.store if hooks.pins is not None else None,
+                usage=sources.usage if sources is not None else None,
+                phrases=sources.cache if sources is not None else None, open_browser=config.serving.open_dashboard,
+            )
 
     async def _reload_registry(self) -> None:
         """The registry changed: start what changed or is new, stop what went. An edit that leaves
@@ -487,7 +501,7 @@ class App:
                 self.server, host=serving.host, port=serving.port, auth_token=serving.auth_token,
                 clients=serving.clients, allowed_hosts=serving.allowed_hosts,
                 allowed_origins=serving.allowed_origins, sessions=serving.sessions or SessionLimits(),
-                gateway=gateway, metrics=self.metrics, stop=stop, profiles=self._profiles,
+                gateway=gateway, metrics=self.metrics, stop=stop, profiles=self._profiles, dashboard=self.dashboard,
             )
 
 

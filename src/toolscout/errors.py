@@ -16,6 +16,7 @@
      |    +-- NotOfferedError      no upstream offers that resource or prompt (now)
      +-- SamplingUnavailableError  the MCP client cannot or will not sample (phrase generation stops)
      +-- DatasetError              an evaluation data set is malformed
+     +-- AccessRefused             a request may not use the dashboard (401, 403); message says what it takes
 
 Foreign exceptions (OSError, json errors, MCPError, ...) are translated into these at one seam
 each, with ``raise ... from``: file reads in `toolscout.json_files` and the registry loader, the
@@ -27,6 +28,7 @@ module (a leading underscore) are not part of the tree. This module imports noth
 from __future__ import annotations
 
 __all__ = [
+    "AccessRefused",
     "ConfigError",
     "DatasetError",
     "InvalidArgumentsError",
@@ -122,3 +124,12 @@ class SamplingUnavailableError(ToolscoutError):
 
 class DatasetError(ToolscoutError):
     """An evaluation data set does not follow the benchmark JSONL format."""
+
+
+class AccessRefused(ToolscoutError):
+    """A request may not use the operator's dashboard: `status` (401 or 403) and why, for a person."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message

@@ -143,6 +143,8 @@ def _show(change: PendingChange) -> None:
     print(f"== {title} {terminal_safe(change.pin_key)}/{terminal_safe(change.name)} (seen {change.seen_at})")
     if change.launch:
         print(f"   server '{terminal_safe(change.server)}' launched as: {terminal_safe(change.launch)}")
+    if change.rejected_at:
+        print(f"   rejected by {terminal_safe(change.rejected_by)} at {change.rejected_at}; still withheld")
     print(terminal_safe(change.diff))
     findings = scan_tool(record_from_definition(change.server, change.candidate))
     if findings:

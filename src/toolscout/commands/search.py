@@ -24,11 +24,9 @@ from toolscout.commands._gateway import (
 )
 from toolscout.commands._seen import add_refresh_option, cached, index_seen, screened_statuses
 from toolscout.errors import ConfigError
-from toolscout.search.base import SearchResponse
 
 if TYPE_CHECKING:
     from toolscout.app import AppConfig, GatewayHooks
-    from toolscout.search.base import SearchHit
 
 __all__ = ["register", "run"]
 
@@ -81,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hooks: GatewayHooks) -> int:
     from toolscout.app import catalog_indexer, open_gateway, remember
-    from toolscout.serving.answer import search_answer
+    from toolscout.serving.answer import explain_hit, match_verdict, search_answer
 
     known = {spec.name for spec in specs}
     unknown = sorted(set(args.servers or ()) - known)
@@ -109,8 +107,8 @@ async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hoo
     if args.json:
         if args.explain:
             for entry, hit in zip(answer["tools"], response.hits, strict=True):
-                entry.update(_explained(hit))
-            answer |= {"fusion": response.fusion, "match": _match(response)}
+                entry.update(explain_hit(hit))
+            answer |= {"fusion": response.fusion, "match": match_verdict(response)}
         print(json.dumps(answer, indent=2, ensure_ascii=False))
         return 0
     # Servers that are down were warned about above; the note is for a weak match or a degraded index.
@@ -130,31 +128,7 @@ async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hoo
                 print(f"    reranker: {hit.rerank_score:.4f}")
     if args.explain:
         print(f"fusion: {response.fusion}")
-        match = _match(response)
+        match = match_verdict(response)
         if match:
             print(f"match: {match}")
     return 0
-
-
-def _explained(hit: SearchHit) -> dict[str, object]:
-    """What --explain adds to a hit's JSON entry."""
-    extra: dict[str, object] = {"ranks": dict(hit.ranks)}
-    if hit.rerank_score is not None:
-        extra["reranker_score"] = round(hit.rerank_score, 4)
-    return extra
-
-
-def _match(response: SearchResponse) -> str | None:
-    """How sure the search is that its best tool serves the request (what the weak-match notice reads)."""
-    match = response.match
-    if match is None:
-        return None
-    verdict = "weak" if match.weak else "not weak"
-    if match.confidence is not None:
-        below = "never weak" if match.confidence_below is None else f"weak below {match.confidence_below:.3f}"
-        return (f"{verdict}: confidence {match.confidence:.3f} that the first tool serves the request "
-                f"({below}; ranker's best probability {match.probability:.3f})")
-    if match.probability is not None:
-        below = "no threshold" if match.weak_below is None else f"threshold {match.weak_below:.3f}"
-        return f"{verdict}: best probability {match.probability:.3f} ({below})"
-    return f"{verdict}: best cosine {match.best_cosine:.3f}, gap {match.gap:.3f}"

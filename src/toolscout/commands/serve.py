@@ -26,15 +26,23 @@ from toolscout.serving.http import AUTH_TOKEN_VARIABLE, DEFAULT_SESSION_IDLE_TIM
 from toolscout.upstream.defaults import DEFAULT_MAX_RESTARTS, DEFAULT_READY_WAIT, DEFAULT_RETRY_INTERVAL
 from toolscout.upstream.self_reference import nested_refusal, started_by_gateway
 
-__all__ = ["register", "run"]
+__all__ = ["add_serve_options", "register", "run"]
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "serve",
         help="run the gateway as an MCP server",
         description="Run toolscout as one MCP server for an agent's host: start every upstream of the registry, "
-        "index their tools and offer search_tools and execute_tool over stdio (default) or streamable HTTP.",
+        "index their tools and offer search_tools and execute_tool over stdio (default) or streamable HTTP "
+        "(with the operator's dashboard at /ui).",
     )
+    add_serve_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def add_serve_options(parser: argparse.ArgumentParser) -> None:
+    """Every option of `serve` (`toolscout ui` takes them too)."""
     add_registry_options(parser)
     add_call_limit_options(parser)
     add_search_options(parser)
@@ -105,7 +113,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--ready-wait", type=float, default=DEFAULT_READY_WAIT, metavar="SECONDS",
         help=f"wait this long for upstreams before serving (default {DEFAULT_READY_WAIT:g})",
     )
-    parser.set_defaults(handler=run)
+    parser.set_defaults(open_dashboard=False)  # `toolscout ui` opens it
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         transport=args.transport, host=args.host, port=args.port, auth_token=args.auth_token, clients=clients,
         allowed_hosts=tuple(args.allowed_host), allowed_origins=tuple(args.allowed_origin), ready_wait=args.ready_wait,
         sessions=sessions,
-        profile=args.profile,
+        profile=args.profile, open_dashboard=args.open_dashboard,
     )
     config = command_options(
         args, search=True, security=True, learning=True, calls=True, max_restarts=args.max_restarts,

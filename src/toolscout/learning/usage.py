@@ -120,6 +120,15 @@ class UsageStore(LearningStore):
             ).rowcount > 0
             sql.execute("DELETE FROM usage WHERE query_key = ? AND tool_id = ? AND count <= 0", (key, tool_id))
 
+    def remove(self, query: str, tool_id: str) -> bool:
+        """Delete one learned pair however often it was seen (a person judged it wrong); False if
+        it was not there."""
+        key = phrase_key(_bounded_query(query))
+        with self.state.sql(self.KIND) as sql:
+            removed = sql.execute("DELETE FROM usage WHERE query_key = ? AND tool_id = ?", (key, tool_id)).rowcount > 0
+            sql.changed = removed
+        return removed
+
     def _where(self, tool_id: str | None, older_than: float | None) -> tuple[str, list[object]]:
         clauses, params = [], []
         if tool_id is not None:

@@ -183,6 +183,10 @@ class PendingChange:
     # and how that server is launched, as a person reads it ('' when unknown).
     key: str = ""
     launch: str = ""
+    # When and by whom a person rejected this very candidate ('' when nobody did): the tool stays
+    # withheld, and the candidate can still be approved later.
+    rejected_at: str = ""
+    rejected_by: str = ""
 
     @property
     def pin_key(self) -> str:
@@ -428,7 +432,8 @@ class PinStore:
                     continue
                 found.append(PendingChange(name_of_key(key), name, entry.get("definition"), candidate["definition"],
                                            candidate["fingerprint"], candidate.get("seen_at", ""), key,
-                                           launches.get(key, "")))
+                                           launches.get(key, ""), candidate.get("rejected_at", ""),
+                                           candidate.get("rejected_by", "")))
         return found
 
     def approve(self, changes: Iterable[PendingChange], approved_by: str = "approve") -> list[PendingChange]:
@@ -436,18 +441,24 @@ class PinStore:
         accepted = []
         changes = list(changes)
         with self._tools(change.pin_key for change in changes) as tools:
-            for change in changes:
-                entry = tools[change.pin_key].get(change.name)
-                candidate = entry.get("candidate") if isinstance(entry, dict) else None
-                if not candidate or candidate.get("fingerprint") != change.candidate_fingerprint:
-                    logger.warning("%s/%s changed again since it was shown; not approved", change.pin_key, change.name)
-                    continue
+            for change, entry, candidate in _shown_candidates(tools, changes, "approved"):
                 # A candidate recorded before the upgrade keeps its composition; `check` upgrades it.
                 entry.update(fingerprint=candidate["fingerprint"], definition=candidate["definition"],
                              fingerprint_version=candidate.get("fingerprint_version", _LEGACY_FINGERPRINT),
                              approved_at=_now(), approved_by=approved_by, candidate=None)
                 accepted.append(change)
         return accepted
+
+    def reject(self, changes: Iterable[PendingChange], rejected_by: str = "reject") -> list[PendingChange]:
+        """Mark exactly the candidates shown as rejected: their tools stay withheld, and every
+        reviewer sees the verdict; a server that lists yet another definition makes a new candidate."""
+        rejected = []
+        changes = list(changes)
+        with self._tools(change.pin_key for change in changes) as tools:
+            for change, _entry, candidate in _shown_candidates(tools, changes, "rejected"):
+                candidate.update(rejected_at=_now(), rejected_by=rejected_by)
+                rejected.append(change)
+        return rejected
 
     def pinned(self) -> dict[str, list[str]]:
         """Tool names with a pin or a candidate, by server identity key."""
@@ -472,6 +483,20 @@ class PinStore:
             self._file_launches({}, dropped=emptied)
             self._registered.difference_update(emptied)
         return removed
+
+
+def _shown_candidates(
+    tools: dict[str, Any], changes: list[PendingChange], verb: str
+) -> Iterator[tuple[PendingChange, dict[str, Any], dict[str, Any]]]:
+    """(change, pin entry, candidate) of each change whose candidate is still the one shown; one
+    that changed again meanwhile is logged and left as it is."""
+    for change in changes:
+        entry = tools[change.pin_key].get(change.name)
+        candidate = entry.get("candidate") if isinstance(entry, dict) else None
+        if not candidate or candidate.get("fingerprint") != change.candidate_fingerprint:
+            logger.warning("%s/%s changed again since it was shown; not %s", change.pin_key, change.name, verb)
+            continue
+        yield change, entry, candidate
 
 
 def _canonical(entries: Any) -> str:

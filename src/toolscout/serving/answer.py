@@ -8,6 +8,9 @@
     answer["omitted"]      # tools left out to fit max_tokens
     answer["servers"]      # the servers connected now, with tool counts and purposes
 
+`explain_hit(hit)` and `match_verdict(response)` are what `--explain` adds (and the dashboard's
+search playground shows): each signal's rank, the reranker's score, the weak-match verdict.
+
 It needs no MCP SDK: the command line builds the same answer from a cached catalog.
 """
 
@@ -24,9 +27,10 @@ from toolscout.upstream.status import State
 if TYPE_CHECKING:
     from toolscout.catalog import Catalog
     from toolscout.search import SearchResponse
+    from toolscout.search.base import SearchHit
     from toolscout.upstream.status import UpstreamStatus
 
-__all__ = ["search_answer"]
+__all__ = ["explain_hit", "match_verdict", "search_answer"]
 
 
 def search_answer(
@@ -73,3 +77,27 @@ def _confidence(response: SearchResponse) -> float | None:
     """The calibrated probability that the first tool serves the request (`search.calibrated`)."""
     match = response.match
     return None if match is None or match.confidence is None else round(match.confidence, 3)
+
+
+def explain_hit(hit: SearchHit) -> dict[str, object]:
+    """What --explain adds to a hit's entry: each signal's rank, and the reranker's score."""
+    extra: dict[str, object] = {"ranks": dict(hit.ranks)}
+    if hit.rerank_score is not None:
+        extra["reranker_score"] = round(hit.rerank_score, 4)
+    return extra
+
+
+def match_verdict(response: SearchResponse) -> str | None:
+    """How sure the search is that its best tool serves the request (what the weak-match notice reads)."""
+    match = response.match
+    if match is None:
+        return None
+    verdict = "weak" if match.weak else "not weak"
+    if match.confidence is not None:
+        below = "never weak" if match.confidence_below is None else f"weak below {match.confidence_below:.3f}"
+        return (f"{verdict}: confidence {match.confidence:.3f} that the first tool serves the request "
+                f"({below}; ranker's best probability {match.probability:.3f})")
+    if match.probability is not None:
+        below = "no threshold" if match.weak_below is None else f"threshold {match.weak_below:.3f}"
+        return f"{verdict}: best probability {match.probability:.3f} ({below})"
+    return f"{verdict}: best cosine {match.best_cosine:.3f}, gap {match.gap:.3f}"

@@ -14,8 +14,9 @@
   refused with 429, to that client only), and a session idle for `SessionLimits.idle_timeout` is
   closed. Session ids are never logged.
 
-Beside /mcp it answers /healthz, /readyz and /metrics (`toolscout.serving.operations`), and
-gives every request an id that its log lines carry (`toolscout.serving.request_ids`).
+Beside /mcp it answers /healthz, /readyz and /metrics (`toolscout.serving.operations`), the
+operator's dashboard under /ui (`toolscout.dashboard`: its own sign-in, for operator tokens only),
+and gives every request an id that its log lines carry (`toolscout.serving.request_ids`).
 
 The client's credentials stop here: upstream connections are made with the registry's own
 headers only, never with anything from the client's request.
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.types import ASGIApp, Receive, Scope, Send
 
+    from toolscout.dashboard import Dashboard
     from toolscout.gateway import Gateway
     from toolscout.serving.metrics import GatewayMetrics
 
@@ -277,11 +279,12 @@ def http_app(
     gateway: Gateway | None = None,
     metrics: GatewayMetrics | None = None,
     profiles: ProfileChooser | None = None,
+    dashboard: Dashboard | None = None,
 ) -> ASGIApp:
     """The ASGI app serving `server` at /mcp with the checks above; with `gateway`, also the
     health routes (and /metrics with `metrics`); with `profiles`, also at /mcp/<profile>
-    (`toolscout.serving.scoped.profile_paths`). `auth_token` is one client named `default`,
-    `clients` several (not both)."""
+    (`toolscout.serving.scoped.profile_paths`); with `dashboard`, also /ui. `auth_token` is one
+    client named `default`, `clients` several (not both)."""
     from asgi_correlation_id import CorrelationIdMiddleware
 
     from toolscout.serving.request_ids import HEADER, usable_request_id
@@ -307,6 +310,10 @@ def http_app(
         app = profile_paths(app, profiles, operator_paths={METRICS_PATH})
     if clients is not None:
         app = BearerAuth(app, clients, open_paths=OPEN_PATHS)
+    if dashboard is not None:
+        # Beside the token check: the dashboard takes a browser's session cookie too, and operators only.
+        app = dashboard.mount(app, clients=clients, single_token=auth_token is not None,
+                              security=security_settings(host, allowed_hosts, allowed_origins))
     return CorrelationIdMiddleware(app, header_name=HEADER, validator=usable_request_id)
 
 
@@ -331,6 +338,7 @@ async def serve_http(
     metrics: GatewayMetrics | None = None,
     stop: anyio.Event | None = None,
     profiles: ProfileChooser | None = None,
+    dashboard: Dashboard | None = None,
 ) -> None:
     """Serve until cancelled, or until `stop` is set (then gracefully); logs the address (port 0
     picks a free one). Signals are the caller's: uvicorn's own handling would re-raise them at the
@@ -340,7 +348,7 @@ async def serve_http(
     app = http_app(
         server, host=host, auth_token=auth_token, clients=clients, allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins, sessions=sessions, gateway=gateway, metrics=metrics,
-        profiles=profiles,
+        profiles=profiles, dashboard=dashboard,
     )
     guarded = auth_token is not None or clients is not None
     # Bound here rather than by uvicorn so that port 0 works and the real address can be logged.
@@ -358,6 +366,8 @@ async def serve_http(
         if not allowed_hosts:
             logger.warning("only loopback names%s are accepted in the Host header; add the names clients "
                            "use with --allowed-host", "" if host in _WILDCARDS else f" and {host}")
+    if dashboard is not None:
+        dashboard.announce(f"http://{'127.0.0.1' if host in _WILDCARDS else shown}:{bound_port}")
     logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp%s", shown, bound_port,
                 f" (bearer token required; clients: {', '.join(clients.names())})" if clients is not None
                 else " (bearer token required)" if guarded else "")

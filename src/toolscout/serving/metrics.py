@@ -12,6 +12,8 @@ flagged by the poisoning scan), and the embedding backlog (tools indexed but not
 searches answer from the keyword signals meanwhile).
 
 Each GatewayMetrics has its own registry, so several gateways in one process never share counts.
+The same searches and calls are also kept per minute for the last hour (`recent`, a
+`toolscout.serving.recent.RecentActivity`): what the dashboard's activity page charts.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from toolscout.serving.recent import RecentActivity
 from toolscout.upstream.status import State
 
 if TYPE_CHECKING:
@@ -63,14 +66,17 @@ class GatewayMetrics:
             ["server"], buckets=_CALL_BUCKETS, registry=self.registry,
         )
         self.registry.register(_GatewayState(gateway))
+        self.recent = RecentActivity()
 
     @contextmanager
     def searching(self) -> Iterator[None]:
         """Around one search: counted and timed once it answered."""
         started = time.perf_counter()
         yield
-        self._search_seconds.observe(time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        self._search_seconds.observe(elapsed)
         self._searches.inc()
+        self.recent.searched(elapsed)
 
     @contextmanager
     def calling(self, server: str) -> Iterator[CallOutcome]:
@@ -80,8 +86,10 @@ class GatewayMetrics:
         try:
             yield outcome
         finally:
-            self._call_seconds.labels(server=server).observe(time.perf_counter() - started)
+            elapsed = time.perf_counter() - started
+            self._call_seconds.labels(server=server).observe(elapsed)
             self._calls.labels(server=server, outcome=outcome.value).inc()
+            self.recent.called(server, outcome.value, elapsed)
 
     def exposition(self) -> tuple[bytes, str]:
         """The text /metrics answers, and its content type."""

@@ -67,7 +67,7 @@ class SqliteStateStore:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             if keeps_decisions:
                 self._create_whole()
-                self._refuse_unless_sqlite()
+                self._refuse_if_empty()
             else:
                 # Readable by the user only (SQLite gives its WAL files the database's mode).
                 try:
@@ -80,6 +80,8 @@ class SqliteStateStore:
             if keeps_decisions and not backup_path(self.path).exists() and self._holds_decisions():
                 write_backup(self._db, self.path)
         except sqlite3.DatabaseError as exc:
+            if keeps_decisions and not _is_json_file(self.path):
+                self._refuse_unless_sqlite()  # saying what the file is, when it is not SQLite at all
             if _is_json_file(self.path):
                 raise StateError(
                     f"{self.location} is a JSON pin file of an earlier toolscout, not a state store; point "
@@ -122,7 +124,22 @@ class SqliteStateStore:
         finally:
             scratch.unlink(missing_ok=True)
 
+    def _refuse_if_empty(self) -> None:
+        """An empty file is damage, never a store to start afresh. Told by its size: opening the
+        file to read its header, then closing it, would release the POSIX locks SQLite holds on it
+        for every other connection of this process (SQLite's "how to corrupt a database", 2.2)."""
+        try:
+            empty = self.path.stat().st_size == 0
+        except OSError as exc:
+            raise StateError(f"cannot read the state store {self.location}: {exc}") from exc
+        if empty:
+            raise StateError(
+                f"the state store {self.location} is empty (0 bytes): it is damaged, or not toolscout's, and "
+                f"cannot be used. {damage_advice(self.path)}"
+            )
+
     def _refuse_unless_sqlite(self) -> None:
+        """Only once SQLite has refused the file (its other connections here are then of no use)."""
         try:
             with self.path.open("rb") as handle:
                 header = handle.read(len(SQLITE_HEADER))
