@@ -37,6 +37,7 @@ FLOORS = [
     {"oauth", "training"},
     {"gateway"},
     {"serving"},
+    {"dashboard"},
     {"app"},
     {"commands", "cli"},
     {"__main__"},

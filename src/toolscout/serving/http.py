@@ -33,7 +33,7 @@ import re
 import socket
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-    from toolscout.dashboard import Dashboard
     from toolscout.gateway import Gateway
     from toolscout.serving.metrics import GatewayMetrics
 
@@ -63,6 +62,16 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+class WebFace(Protocol):
+    """What the HTTP face needs of a web face mounted beside /mcp (the operator's dashboard,
+    `toolscout.dashboard.Dashboard`, which sits above serving and so is never imported here)."""
+
+    def mount(self, app: ASGIApp, *, clients: ClientTokens | None, single_token: bool,
+              security: TransportSecuritySettings) -> ASGIApp: ...
+
+    def announce(self, base_url: str) -> None: ...
 
 AUTH_TOKEN_VARIABLE = "TOOLSCOUT_AUTH_TOKEN"
 # A client (an agent host) opens a session or two per conversation; a hundred open at once is a
@@ -279,7 +288,7 @@ def http_app(
     gateway: Gateway | None = None,
     metrics: GatewayMetrics | None = None,
     profiles: ProfileChooser | None = None,
-    dashboard: Dashboard | None = None,
+    dashboard: WebFace | None = None,
 ) -> ASGIApp:
     """The ASGI app serving `server` at /mcp with the checks above; with `gateway`, also the
     health routes (and /metrics with `metrics`); with `profiles`, also at /mcp/<profile>
@@ -338,7 +347,7 @@ async def serve_http(
     metrics: GatewayMetrics | None = None,
     stop: anyio.Event | None = None,
     profiles: ProfileChooser | None = None,
-    dashboard: Dashboard | None = None,
+    dashboard: WebFace | None = None,
 ) -> None:
     """Serve until cancelled, or until `stop` is set (then gracefully); logs the address (port 0
     picks a free one). Signals are the caller's: uvicorn's own handling would re-raise them at the
