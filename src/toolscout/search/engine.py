@@ -30,16 +30,16 @@ catalog, `toolscout eval`, and the replays that fit and choose knobs):
    `catalog_index` or `_embedded`; its weight is `SearchSettings.weights[name]`, scaled by the
    intent confidence for the learned signals), read in one order;
 2. rank (`_request`): every ready signal's best tools for the whole request and for each of its
-   sentences, into the typed per-request state `_Request`. This is the cut point: the replays
+   sentences, into the typed per-request state `Request`. This is the cut point: the replays
    (`candidates`, what the learned ranker reads; `rankings`, what weight tuning fuses) stop here,
    on exactly what `search` goes on from;
-3. decide (`_judged`, `_decide`): the learned ranker reads the whole request's candidates
-   (`_candidates`, the one place its inputs are computed) and one `_Decision` says how its order
+3. decide (`_judged`, `pipeline.decide`): the learned ranker reads the whole request's candidates
+   (`ranker_candidates`, the one place its inputs are computed) and one `Decision` says how its order
    takes part (not at all, a vote, alone), followed by every sentence;
-4. fuse (`_fused`) the whole request and each sentence, then every adjustment after fusion (the
+4. fuse (`pipeline.fuse_ranked`) the whole request and each sentence, then every adjustment after fusion (the
    best sentence's bonus, the demotion of destructive tools, exact names first) in one place,
-   `_adjusted`; last, a cross-encoder may rescore the first fused tools (`toolscout.search.rerank`;
-   `_reranked`), unless the ranker reads its score as a column (`_RerankerColumn`).
+   `pipeline.adjusted`; last, a cross-encoder may rescore the first fused tools (`toolscout.search.rerank`;
+   `_reranked`), unless the ranker reads its score as a column (`RerankerColumn`).
 
 Adding a signal: give it a name in `toolscout.search.settings.SIGNALS` and a row in `SIGNAL_TABLE`,
 build a `Retriever` (one score per tool) into the snapshot, and it is ranked, fused and explained
@@ -55,27 +55,41 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from toolscout.catalog import ToolRecord
-from toolscout.index.base import NOT_RETRIEVED, Encoder, Query, Retrieval, Retriever
+from toolscout.index.base import Encoder, Query
 from toolscout.index.dense import DenseRetriever
 from toolscout.index.embeddings import Embedder
 from toolscout.index.intent import IntentExamples, IntentRetriever, LabelledRequest
 from toolscout.index.text import dense_document, tokenize
 from toolscout.search.base import ProgressCallback, SearchHit, SearchResponse
-from toolscout.search.catalog_index import IDENTIFIER, catalog_index
 from toolscout.search.calibrated import first_result_match
-from toolscout.search.confidence import GAP_RANK, match_strength
-from toolscout.search.destructive import asks_to_destroy, demote_destructive
-from toolscout.search.fusion import Fusion, weighted_rrf
-from toolscout.search.ranker import RANKER_SIGNALS, RERANKER, Candidates, LearnedRanker, fused_head
+from toolscout.search.catalog_index import catalog_index
+from toolscout.search.confidence import match_strength
+from toolscout.search.fusion import Fusion
+from toolscout.search.pipeline import (
+    EXACT_NAME,
+    LEARNED,
+    Judged,
+    Ranked,
+    RerankerColumn,
+    Request,
+    Signal,
+    Snapshot,
+    adjusted,
+    decide,
+    fuse_ranked,
+    ranker_candidates,
+    ready_signals,
+    top_positions,
+)
+from toolscout.search.ranker import RANKER_SIGNALS, Candidates, LearnedRanker
 from toolscout.search.rerank import Reranker, reranked
-from toolscout.search.sentences import add_best_part, mean_direction, request_parts
-from toolscout.search.settings import LEARNED_SIGNALS, LEXICAL_SIGNALS, SIGNALS, SearchSettings
+from toolscout.search.sentences import mean_direction, request_parts
+from toolscout.search.settings import LEARNED_SIGNALS, SearchSettings
 from toolscout.state.content import ContentStore
 
 if TYPE_CHECKING:
@@ -88,12 +102,6 @@ log = logging.getLogger(__name__)
 
 PENDING_NOTICE = "semantic index is still being built; results use keyword signals only"
 MODEL_WAIT = 5.0
-EXACT_NAME = "exact_name"
-# The learned ranker's order, as it appears among a hit's ranks.
-LEARNED = "learned"
-# A ready signal: its answer to one query.
-_Signal = Callable[[Query], Retrieval]
-
 
 @dataclass(frozen=True)
 class SignalRankings:
@@ -102,96 +110,6 @@ class SignalRankings:
     rankings: Mapping[str, list[ToolRecord]]
     # Factor on a signal's fusion weight for this query (the learned signals' intent confidence).
     weight_scale: Mapping[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class _Ranked:
-    """Each signal's best positions for one query, and the factor on each weight for it."""
-
-    positions: dict[str, list[int]]
-    weight_scale: dict[str, float]
-    # What the learned ranker reads besides: each signal's score of every tool, the request's
-    # stemmed words, and which tools it may return (None: all).
-    scores: dict[str, np.ndarray] = field(default_factory=dict)
-    tokens: tuple[str, ...] = ()
-    allowed: np.ndarray | None = None
-
-    def fuse(self, weights: Mapping[str, float], k: float) -> list[tuple[int, float]]:
-        scaled = {name: w * self.weight_scale.get(name, 1.0) for name, w in weights.items()}
-        return weighted_rrf(self.positions, scaled, k=k)
-
-
-@dataclass(frozen=True)
-class _Request:
-    """One request up to the cut point, where the replays stop (`ToolSearch.candidates`,
-    `ToolSearch.rankings`) and `search` goes on: every ready signal's ranking of the whole request
-    and of each of its sentences (none for a request of one sentence)."""
-
-    whole: _Ranked
-    parts: tuple[_Ranked, ...]
-    depth: int
-
-    @property
-    def sentences(self) -> int:
-        return max(len(self.parts), 1)
-
-
-@dataclass(frozen=True)
-class _Judged:
-    """What the learned ranker says of one ranked text: the candidates it read, the probability
-    that the best of them serves the text, its order of them (catalog positions), and its
-    probability of each (what the calibrated confidence reads)."""
-
-    candidates: Candidates
-    probability: float
-    order: list[int]
-    probabilities: np.ndarray
-
-
-class _Say(Enum):
-    """How the learned ranker's order takes part in a request's fusion."""
-
-    RRF = "rrf"  # not at all: weighted RRF orders (the ranker, if any, only judges the match)
-    VOTE = "vote"  # one more vote in weighted RRF, with the ranker's weight
-    ALONE = "alone"  # in place of the zero-shot signals' votes, with their weight added to its own
-
-
-@dataclass(frozen=True)
-class _Decision:
-    """How one request is fused, decided once from the whole request (its sentences follow), and
-    what `--explain` says of it."""
-
-    say: _Say
-    fusion: str
-    weight: float = 0.0  # the ranker's vote's weight where its order takes part
-
-    @property
-    def orders(self) -> bool:
-        return self.say is not _Say.RRF
-
-
-@dataclass(frozen=True)
-class _Snapshot:
-    """Everything one search needs, built for one catalog and never mutated afterwards."""
-
-    tools: tuple[ToolRecord, ...] = ()
-    retrievers: Mapping[str, Retriever] = field(default_factory=dict)
-    dense_texts: tuple[str, ...] = ()
-    dense: DenseRetriever | None = None
-    intent_examples: IntentExamples = field(default_factory=IntentExamples)
-    intent: IntentRetriever | None = None
-    # Set once every embedding signal of this snapshot (dense, intent) is ready, or none is wanted.
-    embedded: bool = False
-    servers: np.ndarray = field(default_factory=lambda: np.array([], dtype=object))
-    # Per tool: deletes, resets or overwrites something (toolscout.search.destructive).
-    destructive: tuple[bool, ...] = ()
-    # Lower-cased exact forms (ids, names) -> tool positions, and the identifier-like subset that
-    # may also match inside a longer query.
-    exact: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    contained: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    # Per tool: the stemmed words of its name (the learned ranker counts those a request shares).
-    name_words: tuple[frozenset[str], ...] = ()
-
 
 class ToolSearch:
     """Hybrid tool search over a replaceable catalog snapshot (a `SearchEngine`)."""
@@ -203,7 +121,7 @@ class ToolSearch:
         # How long a search waits for the embedding model another thread is loading, before it
         # answers from the keyword signals (with a notice) instead.
         self.model_wait = model_wait
-        self._snapshot = _Snapshot()
+        self._snapshot = Snapshot()
         self._swap = threading.Lock()
         # One complete() at a time: a second caller waits, then finds the work done.
         self._completing = threading.Lock()
@@ -248,7 +166,7 @@ class ToolSearch:
         intent_examples = IntentExamples()
         if self._intent_on:
             intent_examples = IntentExamples.of(examples, {tool.id: i for i, tool in enumerate(tools)})
-        snapshot = _Snapshot(
+        snapshot = Snapshot(
             tools=tools,
             retrievers=derived.retrievers,
             dense_texts=derived.dense_texts,
@@ -310,8 +228,8 @@ class ToolSearch:
             # index() replaced the catalog meanwhile: embed the new one (mostly cached by now).
 
     def _embedded(
-        self, snapshot: _Snapshot, matrix: Callable[[Sequence[str]], np.ndarray | None]
-    ) -> _Snapshot | None:
+        self, snapshot: Snapshot, matrix: Callable[[Sequence[str]], np.ndarray | None]
+    ) -> Snapshot | None:
         """`snapshot` with its embedding signals built from `matrix(texts)`, or None if one is missing."""
         dense = intent = None
         if snapshot.dense_texts:
@@ -342,7 +260,7 @@ class ToolSearch:
             # Vectors came from the cache but the model to encode the query is still loading.
             snapshot = replace(snapshot, dense=None, intent=None, embedded=False)
         settings = self.settings
-        signals = _ready_signals(snapshot)
+        signals = ready_signals(snapshot)
         notice = self._notice(snapshot)
         text = query.strip()
         if not text or limit <= 0 or not snapshot.tools:
@@ -350,21 +268,21 @@ class ToolSearch:
         request = self._request(snapshot, signals, text, max(settings.candidates, 4 * limit), servers)
         encoder = self._embedder.encoder(self.model_wait) if "dense" in signals and self._embedder else None
         ranker, fusion = self._fusion.ranker(signals, encoder.model_id if encoder is not None else None)
-        feature = _RerankerColumn(text, snapshot, self._feature_scorer(ranker))
+        feature = RerankerColumn(text, snapshot, self._feature_scorer(ranker))
         if ranker is not None and ranker.reads_reranker and feature.scorer is None:
             ranker, fusion = self._fusion.without_reranker(ranker, self._reranker_off())
 
-        def judge(ranked: _Ranked, sentences: int) -> _Judged | None:
+        def judge(ranked: Ranked, sentences: int) -> Judged | None:
             return None if ranker is None else self._judged(snapshot, ranked, ranker, sentences, request.depth, feature)
 
         judged = judge(request.whole, request.sentences)
-        decision = self._decide(request, ranker, fusion, judged)
-        fused, learned = self._fused(request.whole, decision, judged)
+        decision = decide(request, ranker, fusion, judged, self.settings)
+        fused, learned = fuse_ranked(request.whole, decision, judged, self.settings)
         # Each sentence is fused as the whole request was decided (one sentence each).
         part_fusions = [
-            self._fused(part, decision, judge(part, 1) if decision.orders else None)[0] for part in request.parts
+            fuse_ranked(part, decision, judge(part, 1) if decision.orders else None, self.settings)[0] for part in request.parts
         ]
-        order, scores, exact = self._adjusted(snapshot, text, servers, fused, part_fusions)
+        order, scores, exact = adjusted(snapshot, text, servers, fused, part_fusions, self.settings)
         if self._after_fusion is not None:
             order, scores, rerank_scores = self._reranked(self._after_fusion, snapshot, text, order, scores, exact)
         else:
@@ -397,12 +315,12 @@ class ToolSearch:
 
     def _request(
         self,
-        snapshot: _Snapshot,
-        signals: Mapping[str, _Signal],
+        snapshot: Snapshot,
+        signals: Mapping[str, Signal],
         text: str,
         depth: int,
         servers: Collection[str] | None,
-    ) -> _Request:
+    ) -> Request:
         """`text` up to the cut point: every ready signal's ranking of the whole request and of each
         of its sentences. What `search` fuses and the replays (`candidates`, `rankings`) read."""
         parts = request_parts(text) if self.settings.sentence_weight > 0 else []
@@ -415,7 +333,7 @@ class ToolSearch:
         elif snapshot.dense is not None and vectors is not None:
             # The whole request's and every sentence's cosines in one pass over the catalog.
             snapshot.dense.prepare(np.vstack([whole, vectors]))
-        return _Request(
+        return Request(
             whole=self._rankings(snapshot, signals, text, depth, servers, whole),
             parts=tuple(
                 self._rankings(snapshot, signals, part, depth, servers, None if vectors is None else vectors[i])
@@ -424,45 +342,17 @@ class ToolSearch:
             depth=depth,
         )
 
-    def _decide(
-        self, request: _Request, ranker: LearnedRanker | None, fusion: str, judged: _Judged | None
-    ) -> _Decision:
-        """How the learned ranker (`fusion` says which, or why none) takes part in ordering this
-        request, decided once from the whole request and what the ranker `judged` of it; its
-        sentences follow that decision.
-
-        The ranker orders the zero-shot signals' candidates; that order joins every signal's
-        ranking in weighted RRF as one more vote, with the weight stored beside it
-        (`LearnedRanker.weight`). A vote rather than the whole say: fitted on training requests,
-        it knows the wording of those (everyday and API-style) better than that of a catalog
-        where the words of a request must match a tool's, where the lexical signals keep their
-        say. Where its gate says requests like this one are served better by its order alone
-        (`LearnedRanker.orders_alone`), it decides alone. A sentence of a longer request follows
-        the whole request's decision: the gate judges what the request is like, and one sentence
-        of it looks like another request. The ranker was fitted without past requests: where
-        past requests close to this one vote (the intent signal is confident at all), they and
-        the signals decide as in weighted RRF, and the ranker only judges the match."""
-        if ranker is None:
-            return _Decision(_Say.RRF, fusion)
-        if request.whole.weight_scale.get("intent", 0.0) > 0 and self.settings.fusion == "learned":
-            return _Decision(_Say.RRF, f"weighted RRF (past requests close to this one vote; the {fusion} only judges the match)")
-        if self.settings.fusion != "learned":
-            return _Decision(_Say.RRF, f"weighted RRF (asked for; the {fusion} only judges the match)")
-        if judged is not None and ranker.orders_alone(judged.candidates):
-            return _Decision(_Say.ALONE, f"{fusion}: its gate says its order alone serves requests like this one, and it decides", ranker.weight)
-        return _Decision(_Say.VOTE, f"{fusion}: its order is one vote beside the signals in weighted RRF (weight {ranker.weight:g})", ranker.weight)
-
     def _judged(
         self,
-        snapshot: _Snapshot,
-        ranked: _Ranked,
+        snapshot: Snapshot,
+        ranked: Ranked,
         ranker: LearnedRanker,
         sentences: int,
         depth: int,
-        feature: _RerankerColumn,
-    ) -> _Judged | None:
+        feature: RerankerColumn,
+    ) -> Judged | None:
         """What the ranker says of one ranked text's candidates; None when no signal listed any."""
-        candidates = _candidates(snapshot, ranked, ranker.signals, sentences, depth)
+        candidates = ranker_candidates(snapshot, ranked, ranker.signals, sentences, depth)
         if not len(candidates):
             return None
         if ranker.reads_reranker:
@@ -470,31 +360,7 @@ class ToolSearch:
             candidates = feature.added(candidates, self.settings, ranker.reranker_depth)
         probabilities, served = ranker.scored(candidates)
         order = candidates.positions[np.argsort(-probabilities, kind="stable")].tolist()
-        return _Judged(candidates, served, order, probabilities)
-
-    def _fused(
-        self, ranked: _Ranked, decision: _Decision, judged: _Judged | None
-    ) -> tuple[list[tuple[int, float]], list[int]]:
-        """One ranked text's fused (position, score), best first, as `decision` says, and the
-        learned ranker's order of its candidates (what it `judged`) where that order took part."""
-        settings = self.settings
-        if not decision.orders:
-            return ranked.fuse(settings.weights, settings.rrf_k), []
-        if judged is None:
-            return [], []
-        learned = judged.order
-        if decision.say is _Say.ALONE:
-            # It takes the zero-shot signals' say as well, so scores (and a sentence's bonus) keep
-            # their scale; the learned signals (overlay phrases in the expansion field) keep theirs.
-            zero_shot = [name for name in ranked.positions if name not in LEARNED_SIGNALS]
-            say = decision.weight + sum(settings.weights.get(name, 0.0) for name in zero_shot)
-            decided = replace(ranked, positions={
-                **{name: ranking for name, ranking in ranked.positions.items() if name in LEARNED_SIGNALS},
-                LEARNED: learned,
-            })
-            return decided.fuse({**settings.weights, LEARNED: say}, settings.rrf_k), learned
-        voted = replace(ranked, positions={**ranked.positions, LEARNED: learned})
-        return voted.fuse({**settings.weights, LEARNED: decision.weight}, settings.rrf_k), learned
+        return Judged(candidates, served, order, probabilities)
 
     def candidates(
         self, query: str, *, depth: int | None = None, servers: Collection[str] | None = None
@@ -503,38 +369,12 @@ class ToolSearch:
         the cut point), or None while a signal it needs is not ready; fitting the ranker replays
         these (`toolscout.training.ranker_fit`)."""
         snapshot = self._snapshot
-        signals = _ready_signals(snapshot)
+        signals = ready_signals(snapshot)
         text = query.strip()
         if not text or not snapshot.tools or not all(name in signals for name in RANKER_SIGNALS):
             return None
         request = self._request(snapshot, signals, text, depth or self.settings.candidates, servers)
-        return _candidates(snapshot, request.whole, RANKER_SIGNALS, request.sentences, request.depth)
-
-    def _adjusted(
-        self,
-        snapshot: _Snapshot,
-        text: str,
-        servers: Collection[str] | None,
-        fused: list[tuple[int, float]],
-        part_fusions: Sequence[list[tuple[int, float]]],
-    ) -> tuple[list[int], dict[int, float], list[int]]:
-        """Every adjustment made after fusion, in this order: each tool gains a share of its best
-        sentence's fused score (`search.sentences`); destructive tools sink unless the request asks
-        to destroy (`search.destructive`); exact name matches go first. Returns the order, the
-        scores and the exact matches."""
-        settings = self.settings
-        if part_fusions:
-            fused = add_best_part(fused, part_fusions, settings.sentence_weight)
-        if not asks_to_destroy(text):
-            fused = demote_destructive(fused, snapshot.destructive, settings.destructive_factor)
-        scores = dict(fused)
-        order = [position for position, _ in fused]
-        exact: list[int] = []
-        if settings.exact_name_boost:
-            exact = [p for p in _exact_matches(snapshot, text) if servers is None or snapshot.tools[p].server in servers]
-            exact.sort(key=lambda p: -scores.get(p, 0.0))
-            order = exact + [p for p in order if p not in set(exact)]
-        return order, scores, exact
+        return ranker_candidates(snapshot, request.whole, RANKER_SIGNALS, request.sentences, request.depth)
 
     def _feature_scorer(self, ranker: LearnedRanker | None) -> CrossEncoderScorer | None:
         """The reranker's scorer when `ranker` reads its score and it can run now, else None."""
@@ -559,7 +399,7 @@ class ToolSearch:
     def _reranked(
         self,
         reranker: Reranker,
-        snapshot: _Snapshot,
+        snapshot: Snapshot,
         text: str,
         order: list[int],
         scores: dict[int, float],
@@ -583,7 +423,7 @@ class ToolSearch:
         """Each ready signal's best `depth` tools for the whole request, before fusion (as `search`
         ranks it up to the cut point), with this query's weight factors."""
         snapshot = self._snapshot
-        signals = _ready_signals(snapshot)
+        signals = ready_signals(snapshot)
         text = query.strip()
         if not text or not snapshot.tools:
             return SignalRankings({})
@@ -593,13 +433,13 @@ class ToolSearch:
 
     def _rankings(
         self,
-        snapshot: _Snapshot,
-        signals: Mapping[str, _Signal],
+        snapshot: Snapshot,
+        signals: Mapping[str, Signal],
         text: str,
         depth: int,
         servers: Collection[str] | None,
         embedding: np.ndarray | None = None,
-    ) -> _Ranked:
+    ) -> Ranked:
         if embedding is None:
             # One query embedding, shared by every embedding signal.
             embedding = self._encode(snapshot, [text])
@@ -612,150 +452,25 @@ class ToolSearch:
         for name, signal in signals.items():
             answer = signal(request)
             scores[name] = answer.scores
-            positions[name] = _top(answer.scores, allowed, depth)
+            positions[name] = top_positions(answer.scores, allowed, depth)
             if answer.confidence is not None:
                 # A signal that reports its confidence is the intent vote. Both learned signals
                 # read the same past requests: when none is close to this query, neither is
                 # trusted (the zero-shot signals decide).
                 scale = dict.fromkeys(LEARNED_SIGNALS, answer.confidence)
-        return _Ranked(positions, scale, scores, request.tokens, allowed)
+        return Ranked(positions, scale, scores, request.tokens, allowed)
 
-    def _encode(self, snapshot: _Snapshot, texts: Sequence[str]) -> np.ndarray | None:
+    def _encode(self, snapshot: Snapshot, texts: Sequence[str]) -> np.ndarray | None:
         """Embeddings of `texts` when an embedding signal is ready, else None."""
         if (snapshot.dense is None and snapshot.intent is None) or self._embedder is None:
             return None
         encoder = self._embedder.encoder()
         return None if encoder is None else np.asarray(encoder.encode(list(texts)), dtype=np.float32)
 
-    def _notice(self, snapshot: _Snapshot) -> str | None:
+    def _notice(self, snapshot: Snapshot) -> str | None:
         if self._embedder is None or not snapshot.tools:
             return None
         # Vectors read from the cache at index time are no use if the model then fails to load.
         if self._embedder.error is not None:
             return f"semantic search is unavailable ({self._embedder.error}); results use keyword signals only"
         return None if snapshot.embedded else PENDING_NOTICE
-
-
-class _RerankerColumn:
-    """The reranker's logits of one request's first candidates, as the learned ranker's column:
-    scored once, in one call, for the whole request (what the ranker was fitted on); each sentence's
-    candidates reuse them, a tool outside the whole request's first N being unscored."""
-
-    def __init__(self, text: str, snapshot: _Snapshot, scorer: CrossEncoderScorer | None) -> None:
-        self.text = text
-        self.snapshot = snapshot
-        self.scorer = scorer
-        self.logits: dict[int, float] | None = None
-
-    def added(self, candidates: Candidates, settings: SearchSettings, depth: int) -> Candidates:
-        """`candidates` with the column (NaN where not scored)."""
-        if self.logits is None:
-            assert self.scorer is not None, "the reranker's column asked for without a reranker"
-            head = candidates.positions[fused_head(candidates, settings.weights, settings.rrf_k, depth)].tolist()
-            values = self.scorer.logits(self.text, [dense_document(self.snapshot.tools[p]) for p in head])
-            self.logits = dict(zip(head, map(float, values)))
-        column = np.array([self.logits.get(int(p), np.nan) for p in candidates.positions])
-        return replace(candidates, extra={**candidates.extra, RERANKER: column})
-
-    def shown(self) -> dict[int, float]:
-        """The reranker's score (after its activation) of each tool it scored, for `--explain`."""
-        if not self.logits or self.scorer is None:
-            return {}
-        positions = list(self.logits)
-        scores = self.scorer.activated(np.array([self.logits[p] for p in positions]))
-        return dict(zip(positions, map(float, scores)))
-
-
-def _candidates(
-    snapshot: _Snapshot, ranked: _Ranked, signals: Sequence[str], sentences: int, depth: int
-) -> Candidates:
-    """The union of `signals`' top candidates, with everything `search.ranker` reads about them."""
-    positions = np.fromiter(
-        dict.fromkeys(p for name in signals for p in ranked.positions.get(name, ())), dtype=np.int64
-    )
-    ranks, scores, best = {}, {}, {}
-    for name in signals:
-        column = np.full(len(snapshot.tools), np.inf)
-        listed = ranked.positions.get(name, [])
-        column[listed] = np.arange(1, len(listed) + 1)
-        ranks[name] = column[positions]
-        all_scores = ranked.scores[name]
-        scores[name] = all_scores[positions]
-        best[name] = float(all_scores[listed[0]]) if listed else 0.0
-    cosines = ranked.scores["dense"] if ranked.allowed is None else ranked.scores["dense"][ranked.allowed]
-    top = -np.partition(-cosines, min(GAP_RANK, cosines.size) - 1)[:GAP_RANK] if cosines.size else np.zeros(1)
-    words = frozenset(ranked.tokens)
-    names = [snapshot.name_words[p] for p in positions]
-    return Candidates(
-        positions=positions,
-        ids=tuple(snapshot.tools[p].id for p in positions),
-        ranks=ranks,
-        scores=scores,
-        best=best,
-        dense_gap=float(top.max() - top.min()),
-        name_shared=np.array([len(words & name) for name in names], dtype=np.float64),
-        name_words=np.array([len(name) for name in names], dtype=np.float64),
-        query_words=len(words),
-        sentences=sentences,
-        catalog=int(ranked.allowed.sum()) if ranked.allowed is not None else len(snapshot.tools),
-        depth=depth,
-    )
-
-
-@dataclass(frozen=True)
-class _SignalRow:
-    """One row of the table of signals: its name (`SearchSettings.weights` gives its weight, scaled
-    by the intent confidence for the learned ones, `LEARNED_SIGNALS`), and how a snapshot answers
-    with it, if it is built there (the keyword signals by `catalog_index`, the embedding ones by
-    `ToolSearch._embedded`)."""
-
-    name: str
-    answer: Callable[[_Snapshot], _Signal | None]
-
-
-def _retrieved(name: str) -> _SignalRow:
-    """A signal `catalog_index` builds: its retriever's scores, at full weight."""
-    return _SignalRow(name, lambda s: _unweighed(s.retrievers[name]) if name in s.retrievers else None)
-
-
-# Every signal, in the order fusion reads them (ties keep the order items were first seen in).
-SIGNAL_TABLE: tuple[_SignalRow, ...] = (
-    *(_retrieved(name) for name in LEXICAL_SIGNALS),
-    _SignalRow("dense", lambda s: None if s.dense is None else _unweighed(s.dense)),
-    # Scores, and its confidence for this query.
-    _SignalRow("intent", lambda s: None if s.intent is None else s.intent.vote),
-)
-assert tuple(row.name for row in SIGNAL_TABLE) == SIGNALS, "the table lists every signal of the settings"
-
-
-def _ready_signals(snapshot: _Snapshot) -> dict[str, _Signal]:
-    """Each signal of the table the snapshot can answer with now, in the table's order."""
-    ready = {}
-    for row in SIGNAL_TABLE:
-        signal = row.answer(snapshot)
-        if signal is not None:
-            ready[row.name] = signal
-    return ready
-
-
-def _unweighed(retriever: Retriever) -> _Signal:
-    """A retriever that has no notion of confidence, as a signal: its scores, at full weight."""
-    return lambda query: Retrieval(retriever.scores(query))
-
-
-def _top(scores: np.ndarray, allowed: np.ndarray | None, depth: int) -> list[int]:
-    """Positions of the best `depth` retrieved tools among the allowed ones, best first."""
-    if allowed is not None:
-        scores = np.where(allowed, scores, NOT_RETRIEVED)
-    valid = np.flatnonzero(scores > NOT_RETRIEVED)
-    if valid.size > depth:
-        valid = valid[np.argpartition(-scores[valid], depth - 1)[:depth]]
-    # Highest score first; equal scores in catalog order, so results are deterministic.
-    return valid[np.lexsort((valid, -scores[valid]))].tolist()
-
-
-def _exact_matches(snapshot: _Snapshot, text: str) -> list[int]:
-    found = dict.fromkeys(snapshot.exact.get(text.strip("`'\" ").lower(), ()))
-    for word in IDENTIFIER.findall(text):
-        found.update(dict.fromkeys(snapshot.contained.get(word.lower(), ())))
-    return list(found)
