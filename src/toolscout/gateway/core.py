@@ -1,37 +1,12 @@
-"""The gateway: the upstream pool and the search engine, kept in step over one catalog.
-
-    async with Gateway(specs, ToolSearch(settings), GatewayOptions(max_restarts=0)) as gateway:
-        await gateway.ready(timeout)              # first starts settled, catalog indexed
-        response = await gateway.search("convert a time zone", limit=5)
-        result = await gateway.call(gateway.catalog.by_id[tool_id], arguments)
-
-Whenever an upstream connects, goes down or changes its tools, the catalog is rebuilt (ids over
-all upstreams), the engine re-indexed in a worker thread, and listeners told (the MCP server
-refreshes its descriptions and notifies its clients). The engine's heavy `complete()` step
-(embeddings) runs after each re-index in a worker thread in the background; until it is done,
-searches answer from what the engine has, with a notice.
-
-The gateway is the one object the MCP server and the commands talk to: it owns the upstream pool
-(nobody else touches it) and answers for it (`limits`, `server_names()`, `server_of(tool_id)`,
-`status_of(server)`, `listed()`, `stop_upstreams()`, `end_upstreams_now()`). It depends on the engine only through the
-`toolscout.search.SearchEngine` protocol, and takes its settings as one `GatewayOptions`.
-
-Besides tools it offers what the upstreams list of resources, resource templates and prompts
-(`offerings`, named by `toolscout.naming`, screened by the same screens as tools), proxies
-`read_resource`, `get_prompt`, `complete`, `subscribe` and `set_logging_level` to the upstream
-that owns each name, and hands what upstreams announce for clients (log messages, updated
-resources) to its notice listeners.
-
-What it does at each change, screening, enriching and indexing a catalog, is a `CatalogIndexer`
-of its own; `toolscout search` and `tools` over a cached catalog use one alone, with no upstream.
-This module imports the MCP SDK only when a `Gateway` is made (its upstream pool needs it).
+"""The gateway (`toolscout.gateway`, whose docstring tells what it does): the upstream pool and
+the search engine kept in step over one catalog, its offerings, and the notices it relays. What it
+does at each change is a `toolscout.gateway.indexing.CatalogIndexer` of its own.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -41,6 +16,7 @@ import anyio.abc
 import anyio.to_thread
 
 from toolscout.catalog import Catalog, ToolRecord
+from toolscout.gateway.indexing import CatalogEnricher, CatalogIndexer, ProgressLog, SummaryScreen, ToolScreen
 from toolscout.naming import id_server
 from toolscout.registry.spec import ServerSpec
 from toolscout.search import SearchEngine, SearchResponse
@@ -53,27 +29,14 @@ from toolscout.upstream.defaults import (
 )
 from toolscout.upstream.limits import Limits
 from toolscout.upstream.status import State, UpstreamStatus
-from toolscout.wording import plural
 
 if TYPE_CHECKING:
     import mcp_types as types
 
-    from toolscout.learning.examples import Example
     from toolscout.upstream.session import Caller, InputRound, ProgressFn
     from toolscout.upstream.offerings import Offerings
 
-__all__ = [
-    "CatalogEnricher",
-    "CatalogIndexer",
-    "CatalogListener",
-    "Gateway",
-    "GatewayOptions",
-    "NoticeListener",
-    "OfferingsListener",
-    "ServerFilter",
-    "SummaryScreen",
-    "ToolScreen",
-]
+__all__ = ["CatalogListener", "Gateway", "GatewayOptions", "NoticeListener", "OfferingsListener", "ServerFilter"]
 
 logger = logging.getLogger(__name__)
 
@@ -88,16 +51,6 @@ ServerFilter = Callable[[str], bool]
 NoticeListener = Callable[[str, Any], Awaitable[None]]
 # Notices waiting for their listeners; beyond this (a flood of log messages) new ones are dropped.
 _PENDING_NOTICES = 256
-# Given every tool of the catalog, the ids to withhold from agents and why (e.g. a definition that
-# changed since it was pinned, a description with hidden instructions). Runs in a worker thread.
-ToolScreen = Callable[[Sequence[ToolRecord]], Mapping[str, str]]
-# Given the tools agents may use, the same tools with their expansion field filled (overlays,
-# example requests, learned and generated phrases), and the example requests the engine may learn
-# from. Runs in a worker thread before each index build, so learned data is used at the next one.
-CatalogEnricher = Callable[[Sequence[ToolRecord]], "tuple[Sequence[ToolRecord], Sequence[Example]]"]
-# Given a server's name and its one-line summary (its own words, shown in toolscout's instructions),
-# why that summary must not be shown, or None to show it.
-SummaryScreen = Callable[[str, str], "str | None"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,90 +68,6 @@ class GatewayOptions:
     # After the fast restarts, how often an upstream is tried again; None: given up on instead.
     retry_interval: float | None = DEFAULT_RETRY_INTERVAL
     limits: Limits = Limits()
-
-
-class _CompletionStopped(Exception):
-    """Raised into the engine's `complete()` through its progress callback once the gateway closes."""
-
-
-class _ProgressLog:
-    """Logs the engine's progress on stderr at most every few seconds (called from a worker thread).
-
-    The worker thread cannot be cancelled; after `stop()` the next progress report ends it.
-    """
-
-    def __init__(self, interval: float = 5.0) -> None:
-        self._interval = interval
-        self._last = 0.0
-        self._stopped = False
-        # Texts the running completion has still to embed (None: it has reported nothing yet).
-        self.remaining: int | None = None
-
-    def stop(self) -> None:
-        self._stopped = True
-
-    def __call__(self, done: int, total: int) -> None:
-        if self._stopped:
-            raise _CompletionStopped
-        self.remaining = max(total - done, 0)
-        now = time.monotonic()
-        if done >= total or now - self._last >= self._interval:
-            self._last = now
-            logger.info("indexing tools: %d/%d", done, total)
-
-
-class CatalogIndexer:
-    """Screens, enriches and indexes a catalog into a search engine: what a gateway does at each
-    change. It starts nothing, so it also serves a catalog listed before (a cached one)."""
-
-    def __init__(
-        self,
-        engine: SearchEngine,
-        *,
-        screens: Sequence[ToolScreen] = (),
-        enrich: CatalogEnricher | None = None,
-    ) -> None:
-        self.engine = engine
-        self._screens = tuple(screens)
-        self._enrich = enrich
-        self._indexed_key: tuple[object, ...] | None = None
-        # The catalog the engine searches: screened and enriched.
-        self.catalog = Catalog()
-
-    async def update(self, listed: Catalog) -> bool:
-        """Screen, enrich and index `listed` (in worker threads); False if nothing changed."""
-        catalog = await self._screened(listed)
-        examples: Sequence[Example] = ()
-        if self._enrich is not None:
-            tools, examples = await anyio.to_thread.run_sync(self._enrich, catalog.tools)
-            catalog = Catalog.of(tools, catalog.withheld)
-        # Expansions and examples are not part of a tool's fingerprint, yet change what is indexed.
-        key = (catalog.fingerprint, tuple(t.expansion for t in catalog.tools), tuple(examples))
-        if key == self._indexed_key:
-            return False
-        await anyio.to_thread.run_sync(self._index, catalog.tools, examples)
-        self.catalog = catalog
-        self._indexed_key = key
-        servers = len({t.server for t in catalog.tools})
-        logger.info("catalog: %s from %s", plural(len(catalog.tools), "tool"), plural(servers, "upstream"))
-        return True
-
-    async def _screened(self, full: Catalog) -> Catalog:
-        withheld = await self.withheld(full.tools)
-        for tool_id, reason in withheld.items():
-            if tool_id not in self.catalog.withheld:
-                logger.warning("withholding tool '%s': %s", tool_id, reason)
-        return Catalog.of(full.tools, withheld) if withheld else full
-
-    async def withheld(self, records: Sequence[ToolRecord]) -> dict[str, str]:
-        """{id: reason} of the records the screens withhold (in worker threads)."""
-        withheld: dict[str, str] = {}
-        for screen in self._screens:
-            withheld.update(await anyio.to_thread.run_sync(screen, records))
-        return withheld
-
-    def _index(self, tools: Sequence[ToolRecord], examples: Sequence[Example]) -> None:
-        self.engine.index(tools, examples=examples)
 
 
 class Gateway:
@@ -246,7 +115,7 @@ class Gateway:
         self._indexed_generation = 0
         self._completed_generation = 0
         self._completed = anyio.Event()
-        self._progress = _ProgressLog()
+        self._progress = ProgressLog()
         self._task_group: anyio.abc.TaskGroup | None = None
         # Set once the upstreams' first starts settled (or `ready`'s wait ran out) and what was up
         # was indexed: a load balancer may send traffic from then on.
