@@ -15,12 +15,12 @@ from toolscout.cli import main
 from toolscout.errors import PinStateError
 from toolscout.security.pinning import (
     PATH_ENV,
-    PinStatus,
     PinStore,
     default_state_path,
     definition_of,
     record_from_definition,
 )
+from toolscout.security.verdicts import PinStatus
 
 ADD = ToolRecord(
     id="math__add",

@@ -26,8 +26,9 @@ from toolscout.gateway import Gateway
 from toolscout.registry.loading import load_registries
 from toolscout.registry.spec import ServerSpec
 from toolscout.search import ToolSearch
-from toolscout.security.pinning import PinStatus, PinStore
+from toolscout.security.pinning import PinStore
 from toolscout.security.screens import PinScreen
+from toolscout.security.verdicts import PinStatus
 from toolscout.security.server_identity import server_identity
 from toolscout.serving.server import build_server
 

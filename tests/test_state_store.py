@@ -20,7 +20,8 @@ from support.postgres import PostgresServer
 
 from toolscout.catalog import ToolRecord
 from toolscout.errors import StateError, StateUnavailable
-from toolscout.security.pinning import PinStatus, PinStore
+from toolscout.security.pinning import PinStore
+from toolscout.security.verdicts import PinStatus
 from toolscout.state import open_state
 from toolscout.state.store import SCHEMA_VERSION, StateStore
 

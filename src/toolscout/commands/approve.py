@@ -26,8 +26,9 @@ from collections import defaultdict
 from toolscout.commands._gateway import add_registry_options, add_state_option, command_options, fail
 from toolscout.errors import ToolscoutError
 from toolscout.security.hidden import terminal_safe
-from toolscout.security.pinning import PendingChange, PinStore, record_from_definition
+from toolscout.security.pinning import PinStore, record_from_definition
 from toolscout.security.poisoning import scan_tool, summarize
+from toolscout.security.verdicts import PendingChange
 
 __all__ = ["register", "run"]
 

@@ -19,7 +19,7 @@ from toolscout.security.poisoning import scan_tool, summarize
 
 if TYPE_CHECKING:
     from toolscout.dashboard.site import Dashboard, Handler
-    from toolscout.security.pinning import PendingChange
+    from toolscout.security.verdicts import PendingChange
 
 __all__ = ["routes"]
 

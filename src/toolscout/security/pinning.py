@@ -50,9 +50,7 @@ import os
 import shlex
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +61,7 @@ from toolscout.errors import PinStateError
 from toolscout.json_files import read_json_file
 from toolscout.security.changes import compare
 from toolscout.security.server_identity import ServerIdentity, name_of_key
+from toolscout.security.verdicts import Key, PendingChange, PinStatus, PinVerdict, PinVerdicts
 from toolscout.state import StateStore, open_state
 from toolscout.state.location import STATE_FILE
 from toolscout.state.store import Records
@@ -71,11 +70,7 @@ __all__ = [
     "PATH_ENV",
     "PINS_KIND",
     "SERVERS_KIND",
-    "PendingChange",
-    "PinStatus",
     "PinStore",
-    "PinVerdict",
-    "PinVerdicts",
     "default_state_path",
     "definition_of",
     "record_from_definition",
@@ -99,111 +94,6 @@ _RECOVERY = (
     "It records which tool definitions were approved. Repair it, or move it away to start over "
     "(every tool is then trusted again on first use, or pending in strict mode)."
 )
-
-# (server identity key, tool name)
-Key = tuple[str, str]
-
-
-class PinStatus(StrEnum):
-    TRUSTED = "trusted"
-    NEW = "new"
-    PENDING = "pending"
-    CHANGED = "changed"
-
-
-@dataclass(frozen=True)
-class PinVerdict:
-    """What the pin store says about one tool as currently listed by its server."""
-
-    server: str
-    name: str
-    status: PinStatus
-    # For CHANGED/PENDING: which parts changed, naming paths but never quoting the new text.
-    changes: tuple[str, ...] = ()
-    # The command that approves exactly this definition (`PinStore.approve_command`).
-    command: str = ""
-
-    @property
-    def blocked(self) -> bool:
-        return self.status in (PinStatus.PENDING, PinStatus.CHANGED)
-
-    @property
-    def message(self) -> str:
-        """The refusal an agent gets from execute_tool for a blocked tool ('' when not blocked)."""
-        command = self.command or f"toolscout approve --server {self.server} {self.name}"
-        if self.status is PinStatus.CHANGED:
-            return (
-                f"Tool '{self.name}' of server '{self.server}' is quarantined: its definition changed "
-                f"since it was approved ({'; '.join(self.changes)}). It stays unavailable until a person "
-                f"reviews the change and runs `{command}`."
-            )
-        if self.status is PinStatus.PENDING:
-            return (
-                f"Tool '{self.name}' of server '{self.server}' is new and awaits approval (strict pinning). "
-                f"It stays unavailable until a person reviews it and runs `{command}`."
-            )
-        return ""
-
-
-@dataclass(frozen=True)
-class PinVerdicts:
-    """Verdicts of one `check`, by (server, tool name)."""
-
-    by_key: Mapping[Key, PinVerdict]
-
-    def get(self, server: str, name: str) -> PinVerdict | None:
-        return self.by_key.get((server, name))
-
-    def allows(self, server: str, name: str) -> bool:
-        verdict = self.by_key.get((server, name))
-        return verdict is None or not verdict.blocked
-
-    @property
-    def blocked(self) -> dict[Key, PinVerdict]:
-        return {key: v for key, v in self.by_key.items() if v.blocked}
-
-    def __iter__(self) -> Iterator[PinVerdict]:
-        return iter(self.by_key.values())
-
-    def __len__(self) -> int:
-        return len(self.by_key)
-
-
-@dataclass(frozen=True)
-class PendingChange:
-    """A definition waiting for a person: a changed tool, or a new one in strict mode."""
-
-    server: str
-    name: str
-    approved: Mapping[str, Any] | None  # None: never approved
-    candidate: Mapping[str, Any]
-    candidate_fingerprint: str
-    seen_at: str
-    # The server identity key it is filed under (the name alone for pins from before identities),
-    # and how that server is launched, as a person reads it ('' when unknown).
-    key: str = ""
-    launch: str = ""
-    # When and by whom a person rejected this very candidate ('' when nobody did): the tool stays
-    # withheld, and the candidate can still be approved later.
-    rejected_at: str = ""
-    rejected_by: str = ""
-
-    @property
-    def pin_key(self) -> str:
-        return self.key or self.server
-
-    @property
-    def kind(self) -> str:
-        return "new" if self.approved is None else "changed"
-
-    @property
-    def diff(self) -> str:
-        return compare(self.approved, self.candidate).diff
-
-    @property
-    def summary(self) -> tuple[str, ...]:
-        return compare(self.approved, self.candidate).summary
-
 
 def default_state_path() -> Path:
     """The JSON pin file of earlier versions: $TOOLSCOUT_PINS, else pins.json in the per-user
