@@ -20,9 +20,10 @@ from support.registries import write_registry
 from support.wiring import NOTE, SEND, catalog_where, echoed, ids, scripted
 from mcp import Client
 
-from toolscout.app import App, LearningOptions, PinOptions
+from toolscout.app import App, PinOptions
 from toolscout.catalog import ToolRecord
 from toolscout.learning import ExpansionCache, UsageStore
+from toolscout.learning.options import LearningOptions
 from toolscout.state.files import data_dir
 from toolscout.state import open_state
 from toolscout.state.store import MIGRATIONS, SCHEMA_VERSION

@@ -19,10 +19,11 @@ from mcp import Client, StdioServerParameters
 from support.serve_process import serve_command, served_over_http
 from support.wiring import NOTE, SEND, catalog_where, echoed, ids, scripted
 
-from toolscout.app import App, LearningOptions
+from toolscout.app import App
 from toolscout.cli import main
 from toolscout.gateway import Gateway
 from toolscout.learning import ExpansionCache, UsageStore
+from toolscout.learning.options import LearningOptions
 from toolscout.registry.loading import load_registries
 from toolscout.search import ToolSearch
 from toolscout.serving.learning_hooks import Learning, LearningSources, SamplingExpansion

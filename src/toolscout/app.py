@@ -32,7 +32,8 @@ import anyio.abc
 import anyio.to_thread
 
 from toolscout.gateway import GatewayOptions
-from toolscout.upstream.defaults import DEFAULT_READY_WAIT
+from toolscout.learning.options import LearningOptions
+from toolscout.serving.options import ServingOptions
 
 if TYPE_CHECKING:
     from toolscout.catalog import Catalog
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
     from toolscout.security.order_classifier import OrderClassifier
     from toolscout.security.screens import PinScreen
     from toolscout.serving.metrics import GatewayMetrics
-    from toolscout.serving.clients import ClientTokens
-    from toolscout.serving.http import SessionLimits
     from toolscout.serving.scoped import ProfileChooser
     from toolscout.serving.shutdown import Shutdown
     from toolscout.state.replicas import ReplicaBoard
@@ -56,9 +55,7 @@ __all__ = [
     "App",
     "AppConfig",
     "GatewayHooks",
-    "LearningOptions",
     "PinOptions",
-    "ServingOptions",
     "catalog_indexer",
     "gateway_hooks",
     "keep_current",
@@ -82,44 +79,6 @@ class PinOptions:
     # The state store's location; None: $TOOLSCOUT_STATE or the user state directory.
     state: str | None = None
     strict: bool = False
-
-
-@dataclass(frozen=True)
-class LearningOptions:
-    """--overlay and --examples (overlays next to each registry are read as well); what `serve`
-    learns while it runs (without --no-learn, with --expand)."""
-
-    overlays: tuple[Path, ...] = ()
-    examples: tuple[Path, ...] = ()
-    # Usage will be recorded (the store is created); otherwise an existing store is only read.
-    record: bool = False
-    # The client's model writes phrases (the cache is created); otherwise an existing cache is only read.
-    expand: bool = False
-    # How often a serving gateway looks for what was learned since its last index build (here or by
-    # another gateway sharing the state store), and re-indexes if anything was: seconds.
-    follow_interval: float = 60.0
-
-
-@dataclass(frozen=True)
-class ServingOptions:
-    """How `serve` is reached: stdio, or streamable HTTP with its guards."""
-
-    transport: str = "stdio"
-    host: str = "127.0.0.1"
-    port: int = 8765
-    auth_token: str | None = None
-    # Several named clients, each with its own token (serving/clients.py); not with `auth_token`.
-    clients: ClientTokens | None = None
-    allowed_hosts: tuple[str, ...] = ()
-    allowed_origins: tuple[str, ...] = ()
-    ready_wait: float = DEFAULT_READY_WAIT
-    # Sessions per client and their idle timeout (serving/http.py); None: the defaults.
-    sessions: SessionLimits | None = None
-    # The profile a client gets unless its HTTP path names another (`toolscout.registry.profiles`);
-    # None: the whole gateway.
-    profile: str | None = None
-    # Open the dashboard's sign-in link in a browser once serving (`toolscout ui`).
-    open_dashboard: bool = False
 
 
 @dataclass(frozen=True)

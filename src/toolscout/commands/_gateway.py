@@ -20,7 +20,8 @@ from toolscout.upstream.limits import human_size
 
 if TYPE_CHECKING:
     # The engine and the SDK are imported when a command runs, not when the parser is built.
-    from toolscout.app import AppConfig, ServingOptions
+    from toolscout.app import AppConfig
+    from toolscout.serving.options import ServingOptions
     from toolscout.registry.sources import RegistrySource
 
 __all__ = [
@@ -200,7 +201,9 @@ def command_options(
     one that never tries a failed upstream again. `record`, `expand`: what `serve` learns while it
     runs; `serving`: how it is reached."""
     # Imported when a command runs, not when the parser is built (the engine comes with it).
-    from toolscout.app import AppConfig, LearningOptions, PinOptions, ServingOptions
+    from toolscout.app import AppConfig, PinOptions
+    from toolscout.learning.options import LearningOptions
+    from toolscout.serving.options import ServingOptions
     from toolscout.gateway import GatewayOptions
 
     limits = Limits(

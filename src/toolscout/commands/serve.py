@@ -125,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
         return fail("serve", f"--max-restarts must be 0 or more, got {args.max_restarts}")
     if args.retry_interval < 0:
         return fail("serve", f"--retry-interval must be 0 (give up) or more seconds, got {args.retry_interval:g}")
-    from toolscout.app import App, ServingOptions
+    from toolscout.app import App
+    from toolscout.serving.options import ServingOptions
     from toolscout.serving.http import SessionLimits
 
     try:
