@@ -22,7 +22,13 @@ from toolscout.commands._gateway import (
 )
 from toolscout.errors import ConfigError
 from toolscout.serving.clients import TOKENS_FILE_VARIABLE, load_client_tokens
-from toolscout.serving.http import AUTH_TOKEN_VARIABLE, DEFAULT_SESSION_IDLE_TIMEOUT, DEFAULT_SESSIONS_PER_CLIENT
+from toolscout.serving.http import (
+    AUTH_TOKEN_VARIABLE,
+    DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_SESSIONS_PER_CLIENT,
+    SessionLimits,
+)
+from toolscout.serving.options import ServingOptions
 from toolscout.upstream.defaults import DEFAULT_MAX_RESTARTS, DEFAULT_READY_WAIT, DEFAULT_RETRY_INTERVAL
 from toolscout.upstream.self_reference import nested_refusal, started_by_gateway
 
@@ -56,6 +62,23 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         "--expand", action="store_true",
         help="when the client supports sampling, have its model write phrases for each tool, in the background",
     )
+    _add_http_options(parser)
+    parser.add_argument(
+        "--otel", action="store_true",
+        help="export OpenTelemetry traces of search_tools and execute_tool over OTLP/HTTP "
+             "($OTEL_EXPORTER_OTLP_ENDPOINT; needs toolscout[otel])",
+    )
+    parser.add_argument(
+        "--profile", metavar="NAME",
+        help="serve only this profile's servers and tools (profiles are named in a registry file's \"profiles\"); "
+             "over HTTP, /mcp/NAME serves each profile whatever this says",
+    )
+    _add_restart_options(parser)
+    parser.set_defaults(open_dashboard=False)  # `toolscout ui` opens it
+
+
+def _add_http_options(parser: argparse.ArgumentParser) -> None:
+    """The transport, and how streamable HTTP is bound and guarded."""
     parser.add_argument(
         "--transport", choices=("stdio", "http"), default="stdio",
         help="stdio (default): the MCP host starts toolscout and speaks MCP over its stdin/stdout (Claude Desktop, "
@@ -89,16 +112,10 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         "--allowed-origin", action="append", default=[], metavar="ORIGIN",
         help="HTTP: also accept requests from this browser Origin, e.g. https://app.example.com; repeat for more",
     )
-    parser.add_argument(
-        "--otel", action="store_true",
-        help="export OpenTelemetry traces of search_tools and execute_tool over OTLP/HTTP "
-             "($OTEL_EXPORTER_OTLP_ENDPOINT; needs toolscout[otel])",
-    )
-    parser.add_argument(
-        "--profile", metavar="NAME",
-        help="serve only this profile's servers and tools (profiles are named in a registry file's \"profiles\"); "
-             "over HTTP, /mcp/NAME serves each profile whatever this says",
-    )
+
+
+def _add_restart_options(parser: argparse.ArgumentParser) -> None:
+    """How upstreams are restarted, and how long serving waits for them."""
     parser.add_argument(
         "--max-restarts", type=int, default=DEFAULT_MAX_RESTARTS, metavar="N",
         help=f"after N failed restarts in a row, try an upstream only every --retry-interval (default {DEFAULT_MAX_RESTARTS}; "
@@ -113,7 +130,6 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
         "--ready-wait", type=float, default=DEFAULT_READY_WAIT, metavar="SECONDS",
         help=f"wait this long for upstreams before serving (default {DEFAULT_READY_WAIT:g})",
     )
-    parser.set_defaults(open_dashboard=False)  # `toolscout ui` opens it
 
 
 def run(args: argparse.Namespace) -> int:
@@ -126,22 +142,11 @@ def run(args: argparse.Namespace) -> int:
     if args.retry_interval < 0:
         return fail("serve", f"--retry-interval must be 0 (give up) or more seconds, got {args.retry_interval:g}")
     from toolscout.app import App
-    from toolscout.serving.options import ServingOptions
-    from toolscout.serving.http import SessionLimits
 
     try:
-        clients = load_client_tokens(args.tokens) if args.tokens else None
-        if clients is not None and args.auth_token:
-            raise ConfigError(f"give either --tokens or --auth-token (${AUTH_TOKEN_VARIABLE}), not both")
-        sessions = SessionLimits(args.max_sessions_per_client, args.session_idle_timeout)
+        serving = _serving_options(args)
     except ConfigError as exc:
         return fail("serve", str(exc))
-    serving = ServingOptions(
-        transport=args.transport, host=args.host, port=args.port, auth_token=args.auth_token, clients=clients,
-        allowed_hosts=tuple(args.allowed_host), allowed_origins=tuple(args.allowed_origin), ready_wait=args.ready_wait,
-        sessions=sessions,
-        profile=args.profile, open_dashboard=args.open_dashboard,
-    )
     config = command_options(
         args, search=True, security=True, learning=True, calls=True, max_restarts=args.max_restarts,
         retry_interval=args.retry_interval or None, record=not args.no_learn, expand=args.expand, serving=serving,
@@ -180,3 +185,17 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _serving_options(args: argparse.Namespace) -> ServingOptions:
+    """How `serve` is reached, from its arguments; ConfigError if the client tokens cannot be used."""
+    clients = load_client_tokens(args.tokens) if args.tokens else None
+    if clients is not None and args.auth_token:
+        raise ConfigError(f"give either --tokens or --auth-token (${AUTH_TOKEN_VARIABLE}), not both")
+    sessions = SessionLimits(args.max_sessions_per_client, args.session_idle_timeout)
+    return ServingOptions(
+        transport=args.transport, host=args.host, port=args.port, auth_token=args.auth_token, clients=clients,
+        allowed_hosts=tuple(args.allowed_host), allowed_origins=tuple(args.allowed_origin), ready_wait=args.ready_wait,
+        sessions=sessions,
+        profile=args.profile, open_dashboard=args.open_dashboard,
+    )
