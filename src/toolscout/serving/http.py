@@ -360,26 +360,7 @@ async def serve_http(
         profiles=profiles, dashboard=dashboard,
     )
     guarded = auth_token is not None or clients is not None
-    # Bound here rather than by uvicorn so that port 0 works and the real address can be logged.
-    try:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.create_server((host, port), family=family)
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    bound_host, bound_port = sock.getsockname()[:2]
-    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-    if not _is_loopback(host):
-        if not guarded:
-            logger.warning("listening on %s without an auth token: anyone who can reach it can run tools; "
-                           "pass --auth-token or set %s", host, AUTH_TOKEN_VARIABLE)
-        if not allowed_hosts:
-            logger.warning("only loopback names%s are accepted in the Host header; add the names clients "
-                           "use with --allowed-host", "" if host in _WILDCARDS else f" and {host}")
-    if dashboard is not None:
-        dashboard.announce(f"http://{'127.0.0.1' if host in _WILDCARDS else shown}:{bound_port}")
-    logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp%s", shown, bound_port,
-                f" (bearer token required; clients: {', '.join(clients.names())})" if clients is not None
-                else " (bearer token required)" if guarded else "")
+    sock = _listen(host, port, guarded=guarded, allowed_hosts=allowed_hosts, clients=clients, dashboard=dashboard)
 
     class Uvicorn(uvicorn.Server):
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
@@ -403,6 +384,40 @@ async def serve_http(
             tg.start_soon(stop_when_asked)
         await web.serve(sockets=[sock])
         tg.cancel_scope.cancel()
+
+
+def _listen(
+    host: str,
+    port: int,
+    *,
+    guarded: bool,
+    allowed_hosts: Sequence[str],
+    clients: ClientTokens | None,
+    dashboard: WebFace | None,
+) -> socket.socket:
+    """The bound socket; warns of an open or name-limited bind and logs (and announces to the
+    dashboard) the address it serves at."""
+    # Bound here rather than by uvicorn so that port 0 works and the real address can be logged.
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.create_server((host, port), family=family)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    if not _is_loopback(host):
+        if not guarded:
+            logger.warning("listening on %s without an auth token: anyone who can reach it can run tools; "
+                           "pass --auth-token or set %s", host, AUTH_TOKEN_VARIABLE)
+        if not allowed_hosts:
+            logger.warning("only loopback names%s are accepted in the Host header; add the names clients "
+                           "use with --allowed-host", "" if host in _WILDCARDS else f" and {host}")
+    if dashboard is not None:
+        dashboard.announce(f"http://{'127.0.0.1' if host in _WILDCARDS else shown}:{bound_port}")
+    logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp%s", shown, bound_port,
+                f" (bearer token required; clients: {', '.join(clients.names())})" if clients is not None
+                else " (bearer token required)" if guarded else "")
+    return sock
 
 
 def _close_listen_streams(server: Any) -> None:
