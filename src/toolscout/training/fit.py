@@ -199,15 +199,47 @@ def train(plan: TrainingPlan, run_dir: Path, *, device: str = "cpu", base_folder
     require_training_extra()
     import torch
     from datasets import Dataset
-    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers import SentenceTransformerTrainer
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
-
-    from toolscout.index.model_files import resolve_model
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch.manual_seed(plan.seed)
     train_pairs, validation_pairs = prepare(plan, run_dir)
     model_dir = run_dir / MODEL_DIR
+    model = _starting_model(plan, run_dir, device, base_folder)
+
+    def columns(pairs: list[Triple]) -> Dataset:
+        return Dataset.from_dict(
+            {"anchor": [p.query for p in pairs], "positive": [p.positive for p in pairs],
+             "negative": [p.negative for p in pairs]}
+        )
+
+    args = _training_arguments(plan, run_dir, device, train_pairs, validation_pairs)
+    trainer = SentenceTransformerTrainer(
+        model=model,
+        args=args,
+        train_dataset=columns(train_pairs),
+        eval_dataset=columns(validation_pairs),
+        loss=MultipleNegativesRankingLoss(model),
+        callbacks=[_thread_callback()] if device == "cpu" else [],
+    )
+    checkpoints = sorted((run_dir / CHECKPOINTS_DIR).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    resume = str(checkpoints[-1]) if checkpoints else None
+    if resume:
+        log.info("resuming from %s", resume)
+    trainer.train(resume_from_checkpoint=resume)
+    model.save(str(model_dir))
+    (run_dir / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1))
+    return model_dir
+
+
+def _starting_model(plan: TrainingPlan, run_dir: Path, device: str, base_folder: Path | None) -> Any:
+    """The model training starts from (the plan's base model, or its ONNX start restored), in
+    float32, with the layers the plan freezes frozen."""
+    from sentence_transformers import SentenceTransformer
+
+    from toolscout.index.model_files import resolve_model
+
     if base_folder is None:
         base = resolve_model(plan.base_model)
         assert base is not None, "a base model is required"
@@ -228,14 +260,16 @@ def train(plan: TrainingPlan, run_dir: Path, *, device: str = "cpu", base_folder
     for layer in inner.encoder.layer[: plan.frozen_layers]:
         for weight in layer.parameters():
             weight.requires_grad = False
+    return model
 
-    def columns(pairs: list[Triple]) -> Dataset:
-        return Dataset.from_dict(
-            {"anchor": [p.query for p in pairs], "positive": [p.positive for p in pairs],
-             "negative": [p.negative for p in pairs]}
-        )
 
-    args = SentenceTransformerTrainingArguments(
+def _training_arguments(
+    plan: TrainingPlan, run_dir: Path, device: str, train_pairs: list[Triple], validation_pairs: list[Triple]
+) -> Any:
+    """The trainer's arguments: the plan's steps and rates, batches drawn by family, checkpoints."""
+    from sentence_transformers import SentenceTransformerTrainingArguments
+
+    return SentenceTransformerTrainingArguments(
         output_dir=str(run_dir / CHECKPOINTS_DIR),
         max_steps=plan.steps,
         per_device_train_batch_size=plan.batch_size,
@@ -259,22 +293,6 @@ def train(plan: TrainingPlan, run_dir: Path, *, device: str = "cpu", base_folder
         bf16=device == "cuda",
         disable_tqdm=False,
     )
-    trainer = SentenceTransformerTrainer(
-        model=model,
-        args=args,
-        train_dataset=columns(train_pairs),
-        eval_dataset=columns(validation_pairs),
-        loss=MultipleNegativesRankingLoss(model),
-        callbacks=[_thread_callback()] if device == "cpu" else [],
-    )
-    checkpoints = sorted((run_dir / CHECKPOINTS_DIR).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
-    resume = str(checkpoints[-1]) if checkpoints else None
-    if resume:
-        log.info("resuming from %s", resume)
-    trainer.train(resume_from_checkpoint=resume)
-    model.save(str(model_dir))
-    (run_dir / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1))
-    return model_dir
 
 
 def _transformer(model: Any) -> Any:
