@@ -132,29 +132,16 @@ def fit_adapter(run_dir: Path, plan: AdapterPlan, progress: Callable[[str], None
         logits = logits.masked_fill(same, -1e4)
         return torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
 
-    def batches(rows: np.ndarray, row_families: list[str], shuffle: bool) -> list[list[int]]:
-        by_family: dict[str, list[int]] = defaultdict(list)
-        for number, family in enumerate(row_families):
-            by_family[family].append(number)
-        out = []
-        for members in by_family.values():
-            if shuffle:
-                rng.shuffle(members)
-            out += [members[i : i + plan.batch_size] for i in range(0, len(members), plan.batch_size)]
-        if shuffle:
-            rng.shuffle(out)
-        return [b for b in out if len(b) > 1]
-
     def validation_loss() -> float:
         with torch.no_grad():
             parts = [float(loss_of(validation[b], [val_keys[i] for i in b])) * len(b)
-                     for b in batches(validation, val_families, shuffle=False)]
+                     for b in _family_batches(val_families, plan.batch_size, rng, shuffle=False)]
         return sum(parts) / max(len(validation), 1)
 
     log.info("adapter: %d training triples, %d validation; validation loss before: %.4f",
              len(train), len(validation), validation_loss())
     for epoch in range(plan.epochs):
-        plan_batches = batches(train, families, shuffle=True)
+        plan_batches = _family_batches(families, plan.batch_size, rng, shuffle=True)
         for step, batch in enumerate(plan_batches, start=1):
             optimiser.zero_grad()
             loss = loss_of(train[batch], [keys[i] for i in batch]) + plan.penalty * ((weight - identity) ** 2).sum() / dim
@@ -166,6 +153,24 @@ def fit_adapter(run_dir: Path, plan: AdapterPlan, progress: Callable[[str], None
     result = weight.detach().numpy().astype(np.float32)
     np.save(run_dir / ADAPTER_FILE, result)
     return result
+
+
+def _family_batches(
+    row_families: list[str], batch_size: int, rng: random.Random, shuffle: bool
+) -> list[list[int]]:
+    """Row numbers in batches of one family each (shuffled by `rng` when `shuffle`); a batch of
+    one row has no negative and is left out."""
+    by_family: dict[str, list[int]] = defaultdict(list)
+    for number, family in enumerate(row_families):
+        by_family[family].append(number)
+    out = []
+    for members in by_family.values():
+        if shuffle:
+            rng.shuffle(members)
+        out += [members[i : i + batch_size] for i in range(0, len(members), batch_size)]
+    if shuffle:
+        rng.shuffle(out)
+    return [b for b in out if len(b) > 1]
 
 
 def fold_into_onnx(source: Path, target: Path, weight: np.ndarray) -> Path:

@@ -145,13 +145,8 @@ class Example:
 
 
 def sample_catalogs(
-    folder: Path,
-    sources: Sequence[str] = RANKER_SOURCES,
-    sizes: Sequence[int] = TRAIN_SIZES,
-    feasible: int = 80,
-    infeasible: int = 20,
-    seed: int = 0,
-    several: int = SEVERAL,
+    folder: Path, sources: Sequence[str] = RANKER_SOURCES, sizes: Sequence[int] = TRAIN_SIZES,
+    feasible: int = 80, infeasible: int = 20, seed: int = 0, several: int = SEVERAL,
 ) -> list[Catalog]:
     """Per source and size, one catalog with up to `feasible` served and `infeasible` unserved
     requests, and up to `several` requests of two needs (`two_needs`)."""

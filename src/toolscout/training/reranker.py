@@ -200,7 +200,7 @@ def train_reranker(plan: RerankerPlan, run_dir: Path, *, device: str = "cpu", ba
     require_training_extra()
     import torch
     from datasets import Dataset
-    from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
+    from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
     from toolscout.index.model_files import resolve_model
@@ -224,7 +224,32 @@ def train_reranker(plan: RerankerPlan, run_dir: Path, *, device: str = "cpu", ba
         return Dataset.from_dict({"query": [r[0] for r in rows], "tool": [r[1] for r in rows],
                                   "label": [r[2] for r in rows]})
 
-    args = CrossEncoderTrainingArguments(
+    args = _training_arguments(plan, run_dir, device)
+    # Right answers are one row in about eight; weighting them keeps the logit centred.
+    weight = torch.tensor((len(train_rows) - positives) / max(positives, 1))
+    trainer = CrossEncoderTrainer(
+        model=model,
+        args=args,
+        train_dataset=columns(train_rows),
+        eval_dataset=columns(validation_rows),
+        loss=BinaryCrossEntropyLoss(model, pos_weight=weight),
+    )
+    checkpoints = sorted((run_dir / CHECKPOINTS_DIR).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    resume = str(checkpoints[-1]) if checkpoints else None
+    if resume:
+        log.info("reranker: resuming from %s", resume)
+    trainer.train(resume_from_checkpoint=resume)
+    model_dir = run_dir / MODEL_DIR
+    model.save(str(model_dir))
+    (run_dir / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1))
+    return model_dir
+
+
+def _training_arguments(plan: RerankerPlan, run_dir: Path, device: str) -> Any:
+    """The trainer's arguments: the plan's epochs and rates, checkpoints and evaluation every `save_every`."""
+    from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
+
+    return CrossEncoderTrainingArguments(
         output_dir=str(run_dir / CHECKPOINTS_DIR),
         num_train_epochs=plan.epochs,
         per_device_train_batch_size=plan.batch_size,
@@ -244,21 +269,3 @@ def train_reranker(plan: RerankerPlan, run_dir: Path, *, device: str = "cpu", ba
         bf16=device == "cuda",
         disable_tqdm=False,
     )
-    # Right answers are one row in about eight; weighting them keeps the logit centred.
-    weight = torch.tensor((len(train_rows) - positives) / max(positives, 1))
-    trainer = CrossEncoderTrainer(
-        model=model,
-        args=args,
-        train_dataset=columns(train_rows),
-        eval_dataset=columns(validation_rows),
-        loss=BinaryCrossEntropyLoss(model, pos_weight=weight),
-    )
-    checkpoints = sorted((run_dir / CHECKPOINTS_DIR).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
-    resume = str(checkpoints[-1]) if checkpoints else None
-    if resume:
-        log.info("reranker: resuming from %s", resume)
-    trainer.train(resume_from_checkpoint=resume)
-    model_dir = run_dir / MODEL_DIR
-    model.save(str(model_dir))
-    (run_dir / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1))
-    return model_dir
