@@ -13,6 +13,8 @@ one rule, from replays of the engine's cached candidates on the dev sets' own ca
 2. Among the variants admissible on every set used for choosing, the one with the best mean top-1
    over the families wins (each family the mean of its sets, so a family of three sets weighs as
    much as one of one).
+3. It replaces the shipped knobs (the ranker file's own vote, gate and threshold) only with
+   evidence: better beyond noise on some dev set and worse beyond noise on none.
 
 The families are API-style (etom_mcp, toolbench_stb, toollens_train), everyday assistant
 (everyday), developer tools (devtools) and the bundled registry (its English and translated
@@ -226,16 +228,22 @@ def print_report(right, labels: Sequence[str], examples: Mapping[str, list[Examp
               f"{'yes' if admissible(right, label, held_sets) else 'no'} |")
     final = choose(right, labels, families, present)
     print(f"\nChosen on all four families: **{final}**\n")
-    print(f"| dev set | shipped | chosen | difference | noise |")
+    print("| dev set | shipped | chosen | difference | noise |")
     print("|---|---:|---:|---:|---:|")
-    evidence = False
+    gains = losses = 0
     for s in sets:
         a, b = right[final][s], right[shipped][s]
         diff, band = float(np.mean(a) - np.mean(b)), paired_noise(a, b)
-        evidence |= abs(diff) > band
+        gains += diff > band
+        losses += diff < -band
         print(f"| {s} | {np.mean(b):.3f} | {np.mean(a):.3f} | {diff:+.3f} | {band:.3f} |")
-    print("\n" + ("The choice differs from the shipped knobs by more than noise on some set: change them."
-                  if evidence else "Every difference from the shipped knobs is within noise: keep them."))
+    # A change of knobs needs evidence: better beyond noise somewhere, worse beyond noise nowhere.
+    if gains and not losses:
+        print("\nThe choice beats the shipped knobs beyond noise and loses nowhere: change them.")
+    elif losses:
+        print(f"\nThe choice loses to the shipped knobs beyond noise on {losses} set(s): keep the shipped knobs.")
+    else:
+        print("\nEvery difference from the shipped knobs is within noise: keep the shipped knobs.")
 
 
 if __name__ == "__main__":
