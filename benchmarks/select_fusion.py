@@ -42,9 +42,9 @@ import numpy as np
 
 from toolscout.eval.dev_sets import dev_sets
 from toolscout.eval.metrics import paired_noise
-from toolscout.search.ranker import LearnedRanker, fused_scores, load_ranker
-from toolscout.search.settings import DEFAULT_RRF_K, DEFAULT_WEIGHTS
-from toolscout.training.ranker_fit import Catalog, Example, extract, fit_gate, sample_catalogs
+from toolscout.search.ranker import LearnedRanker, load_ranker
+from toolscout.search.settings import DEFAULT_WEIGHTS
+from toolscout.training.ranker_fit import Catalog, Example, extract, fit_gate, sample_catalogs, vote_order
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT.parent / "shared" / "bench"
@@ -87,16 +87,12 @@ def weights(lexical: float) -> dict[str, float]:
 def order_of(variant: Variant, ranker: LearnedRanker | None, gate_p: Mapping[int, float],
              probabilities: Mapping[int, np.ndarray]) -> Order:
     def order(example: Example) -> np.ndarray:
-        fused = fused_scores(example.candidates, weights(variant.lexical), DEFAULT_RRF_K)
         if variant.vote is None or ranker is None:
-            return np.argsort(-fused, kind="stable")
+            return vote_order(example, weights=weights(variant.lexical))
         p = probabilities[id(example)]
-        by_ranker = np.argsort(-p, kind="stable")
         if variant.alone_above is not None and gate_p[id(example)] > variant.alone_above:
-            return by_ranker
-        ranks = np.empty(len(by_ranker))
-        ranks[by_ranker] = np.arange(1, len(by_ranker) + 1)
-        return np.argsort(-(fused + variant.vote / (DEFAULT_RRF_K + ranks)), kind="stable")
+            return np.argsort(-p, kind="stable")
+        return vote_order(example, p, variant.vote, weights(variant.lexical))
 
     return order
 

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from toolscout.training.data import family_of
+
 __all__ = ["AdapterPlan", "embed_run", "fit_adapter", "fold_into_onnx", "load_vectors", "main", "package_adapted"]
 
 log = logging.getLogger(__name__)
@@ -90,8 +92,6 @@ def load_vectors(run_dir: Path) -> tuple[list[str], np.ndarray] | None:
 
 def _rows(run_dir: Path, name: str, index: dict[str, int]) -> tuple[np.ndarray, list[str], list[tuple[str, ...]]]:
     triples, families, keys = [], [], []
-    from toolscout.training.data import family_of
-
     for line in (run_dir / name).read_text(encoding="utf-8").splitlines():
         if line.strip():
             row = json.loads(line)

@@ -29,7 +29,7 @@ import pickle
 import random
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -353,13 +353,14 @@ def fit_match(examples: Sequence[Example], ranker: LearnedRanker, features: Sequ
     return Linear(tuple(features), mean, scale, model.coef_[0].astype(np.float64), float(model.intercept_[0]))
 
 
-def vote_order(example: Example, probabilities: np.ndarray | None = None, weight: float = 0.0) -> np.ndarray:
+def vote_order(example: Example, probabilities: np.ndarray | None = None, weight: float = 0.0,
+               weights: Mapping[str, float] | None = None) -> np.ndarray:
     """Candidate indices, best first, as the engine orders them by the zero-shot signals' weighted
-    RRF, with the ranker's order (by `probabilities`) as one more vote of `weight` (a replay: no
-    sentence bonus)."""
+    RRF (at the engine's weights, or `weights`), with the ranker's order (by `probabilities`) as one
+    more vote of `weight` (a replay: no sentence bonus)."""
     from toolscout.search.settings import DEFAULT_RRF_K, DEFAULT_WEIGHTS
 
-    fused = fused_scores(example.candidates, DEFAULT_WEIGHTS, DEFAULT_RRF_K)
+    fused = fused_scores(example.candidates, DEFAULT_WEIGHTS if weights is None else weights, DEFAULT_RRF_K)
     if probabilities is not None:
         order = np.argsort(-probabilities, kind="stable")
         ranks = np.empty(len(order))
