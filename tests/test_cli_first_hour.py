@@ -78,7 +78,7 @@ def test_search_json_is_the_search_tools_answer_with_weak_match_and_notice(tmp_p
     assert set(answer) == {"tools", "notice", "omitted", "confidence", "weak_match", "servers"}
     assert answer["confidence"] is None  # the ranker it reads cannot run here
     assert answer["weak_match"] is True
-    assert answer["notice"].startswith("Nothing here serves this request well")
+    assert answer["notice"].startswith("No connected tool matches this request closely")
     assert sorted(line.split(" (")[0] for line in answer["servers"]) == ["notes", "paged", "weather"]
 
 

@@ -59,7 +59,7 @@ async def test_every_search_tools_answer_carries_a_confidence_and_an_unserved_re
     unserved = answers["order a pizza delivery to my flat"]
     assert unserved["confidence"] < served["confidence"]
     assert unserved["weak_match"] is True, unserved
-    assert unserved["notice"].startswith("Nothing here serves this request well")
+    assert unserved["notice"].startswith("No connected tool matches this request closely")
 
 
 def test_the_shipped_calibration_reproduces_the_fitting_librarys_values_for_the_shipped_ranker() -> None:

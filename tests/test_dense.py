@@ -87,3 +87,19 @@ def test_several_query_vectors_share_one_pass_over_a_large_catalog_and_score_as_
         # From the BLAS size on, the prepared cosines are the ones answered (no second pass).
         first = retriever.scores(Query(text="", tokens=(), embedding=vectors[0]))
         assert (first is together[0]) == (rows >= _BLAS_ROWS)
+
+
+def test_a_text_gets_the_same_vector_whatever_it_is_encoded_with(tmp_path):
+    # The int8 model scales activations per run; a text batched with longer or louder neighbours
+    # would get another vector, so a tool would rank differently in another catalog.
+    encoder = load_encoder(resolve_model(DEFAULT_MODEL), backend="onnx", work_dir=tmp_path)
+    text = "get_current_time: Get the current time in a specific timezone"
+    neighbours = [
+        "EXPORT A WORKBOOK AS PDF!!! " * 20,
+        "a",
+        "Run a read-only SQL query against the database and return every matching row as JSON. " * 5,
+    ]
+    alone = encoder.encode([text])[0]
+    among = encoder.encode([*neighbours, text])[-1]
+    pair = encoder.encode([text, neighbours[0]])[0]
+    assert np.array_equal(alone, among) and np.array_equal(alone, pair)

@@ -47,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--start-from", metavar="MODEL.onnx",
                         help="go on training from a shipped int8 ONNX model's weights (e.g. "
                         "src/toolscout/index/model/model.onnx) instead of the base model's")
+    parser.add_argument("--precision", choices=("auto", "bf16", "fp32"), default="auto",
+                        help="bf16 autocast or float32 (default auto: bf16 on a GPU and on a CPU with "
+                        "avx512_bf16/amx_bf16, about 2.8x faster there than float32)")
     parser.set_defaults(handler=run)
 
 
@@ -69,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         start_from_onnx=str(Path(args.start_from).resolve()) if args.start_from else None,
     )
     try:
-        model_dir = train(plan, args.out, device=args.device)
+        bf16 = None if args.precision == "auto" else args.precision == "bf16"
+        model_dir = train(plan, args.out, device=args.device, bf16=bf16)
         if args.export is not None:
             package_model(args.out, model_dir, args.export)
     except (ToolscoutError, ValueError) as exc:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from toolscout.eval.datasets import Query
+from toolscout.search.rrf import reciprocal_rank
 
 if TYPE_CHECKING:
     from toolscout.search import ToolSearch
@@ -148,7 +149,7 @@ class Score:
 def fused_scores(replay: Replay, weights: Mapping[str, float], rrf_k: float) -> np.ndarray:
     """[queries, candidates]: each candidate's weighted RRF score; 0 where no weighted signal ranked it."""
     w = np.array([weights.get(name, 0.0) for name in replay.signals], dtype=np.float32)
-    return np.einsum("qsc,qs->qc", 1.0 / (np.float32(rrf_k) + replay.ranks), replay.scales * w)
+    return np.einsum("qsc,qs->qc", reciprocal_rank(replay.ranks, 1.0, np.float32(rrf_k)), replay.scales * w)
 
 
 def score(replay: Replay, weights: Mapping[str, float], rrf_k: float, cut: int = 10) -> Score:

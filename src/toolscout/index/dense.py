@@ -148,6 +148,12 @@ def _onnxruntime() -> Any:
 
 
 class OnnxEncoder:
+    """Encodes every text on its own, never in a padded batch: the int8 model quantises its
+    activations with one scale per run, taken over every row and pad of the batch, so a text
+    batched with longer or louder neighbours would get another vector. One text per run gives a
+    tool the same vector whichever tools it is indexed with, and the same as a query of the same
+    words; a pool of one-thread runs keeps every core busy on a catalog."""
+
     def __init__(self, location: ModelLocation, onnx_file: Path) -> None:
         from tokenizers import Tokenizer
 
@@ -155,57 +161,47 @@ class OnnxEncoder:
 
         self._onnxruntime = onnxruntime
         self._file = onnx_file
-        self.model_id = f"{location.identity}/onnx:{onnx_file.name}"
+        # "onnx-single": vectors of one text per run; cached vectors of the batched encoder before
+        # it (slightly other values) are not mixed with these.
+        self.model_id = f"{location.identity}/onnx-single:{onnx_file.name}"
         self._cls = _cls_pooling(location.folder)
         self._tokenizer = Tokenizer.from_file(str(location.tokenizer_file))
         self._tokenizer.enable_truncation(max_length=_max_tokens(location.folder))
-        self._tokenizer.enable_padding()
-        # One thread answers a single query fastest and leaves the other core to the event loop;
-        # bulk encoding (a worker thread) gets its own session using every core.
-        self._query_session = self._session(threads=1)
-        self._bulk_session: Any = None
-        self._inputs = {i.name for i in self._query_session.get_inputs()}
-
-    def _session(self, threads: int) -> Any:
-        options = self._onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
+        # A tokenizer file may carry a padding setting of its own (to a fixed length): no pads at all.
+        self._tokenizer.no_padding()
+        # One thread per run: a single query is answered fastest so, leaving the other core to the
+        # event loop, and a catalog runs one text per core in parallel (onnxruntime releases the GIL).
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        return self._onnxruntime.InferenceSession(
-            str(self._file), options, providers=["CPUExecutionProvider"]
-        )
+        self._session = onnxruntime.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._session.get_inputs()}
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        if len(texts) <= 2:
-            session = self._query_session
-        else:
-            if self._bulk_session is None:
-                self._bulk_session = self._session(threads=os.cpu_count() or 1)
-            session = self._bulk_session
-        # Batches of similar lengths waste less work on padding.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        rows: dict[int, np.ndarray] = {}
-        for start in range(0, len(order), _BATCH):
-            batch = order[start : start + _BATCH]
-            rows.update(zip(batch, self._run(session, [texts[i] for i in batch])))
-        if not rows:
+        if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([rows[i] for i in range(len(texts))])
+        if len(texts) <= 2:
+            return np.stack([self._run(text) for text in texts])
+        from concurrent.futures import ThreadPoolExecutor
 
-    def _run(self, session: Any, texts: list[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="toolscout-encode") as pool:
+            return np.stack(list(pool.map(self._run, texts)))
+
+    def _run(self, text: str) -> np.ndarray:
+        encoding = self._tokenizer.encode(text)
+        ids = np.array([encoding.ids], dtype=np.int64)
+        mask = np.array([encoding.attention_mask], dtype=np.int64)
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
-        hidden = session.run(None, feed)[0]
+        hidden = self._session.run(None, feed)[0]
         if hidden.ndim == 2:  # the file already pools
-            return _normalise(hidden)
+            return _normalise(hidden)[0]
         if self._cls:
-            return _normalise(hidden[:, 0])
+            return _normalise(hidden[:, 0])[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        return _normalise(pooled)
+        return _normalise(pooled)[0]
 
 
 class TorchEncoder:

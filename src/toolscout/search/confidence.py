@@ -89,9 +89,12 @@ def match_strength(cosines: np.ndarray, rule: CosineRule | None) -> MatchStrengt
 
 
 def weak_notice(closest: list[str]) -> str:
-    """What the agent is told when no tool matches well."""
-    shown = f" Closest: {', '.join(closest)}." if closest else ""
+    """What the agent is told when no tool matches well: every tool the answer returns, best
+    first (a weak first tool still leaves a right one further down often enough that the agent
+    should read them all), and what to do if none fits."""
+    shown = f" Closest, best first: {', '.join(closest)}." if closest else ""
     return (
-        "Nothing here serves this request well: no connected tool matches it closely." + shown
-        + " If none of these fits, say so rather than forcing one, or describe the task differently."
+        "No connected tool matches this request closely." + shown
+        + " Read their descriptions and call one only if it fits; if none does, say so rather than"
+        " forcing one, or describe the task differently."
     )

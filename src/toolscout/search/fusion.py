@@ -1,8 +1,6 @@
 """How ranks from several signals become one order: weighted RRF, or the learned ranker when it can run.
 
-Weighted Reciprocal Rank Fusion: each signal contributes weight / (k + rank) for every item it
-ranked (rank 1 is its best). Items no signal ranked get nothing. Larger `k` flattens the
-difference between top and lower ranks. It is the fallback of the learned ranker
+Weighted Reciprocal Rank Fusion (`toolscout.search.rrf`, the one formula) is the fallback of the learned ranker
 (`toolscout.search.ranker`), which `Fusion` loads beside the embedding model and hands to the
 engine only when it can run; `Fusion.ranker` also says, for `--explain`, what decided. Where it
 cannot run, `Fusion.cosine_rule` gives the dense-only weak-match thresholds stored with it. Beside
@@ -13,36 +11,17 @@ the ranker file, `Fusion.calibration` finds the model of the calibrated confiden
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Collection
 from pathlib import Path
-from typing import TypeVar
 
 from toolscout.errors import ConfigError
 from toolscout.search.calibrated import Calibration, load_calibration
 from toolscout.search.confidence import CosineRule
+from toolscout.search.rrf import weighted_rrf
 from toolscout.search.ranker import FEATURE_NAMES, RANKER_FILE, RERANKER_FEATURES, LearnedRanker, feature_parts, load_ranker
 from toolscout.search.settings import SearchSettings
 
 __all__ = ["Fusion", "weighted_rrf"]
-
-Item = TypeVar("Item", bound=Hashable)
-
-
-def weighted_rrf(
-    rankings: Mapping[str, Sequence[Item]], weights: Mapping[str, float], *, k: float
-) -> list[tuple[Item, float]]:
-    """Items with their fused scores, best first; ties keep the order items were first seen in."""
-    if k < 0:
-        raise ValueError(f"RRF k must be >= 0, got {k}")
-    scores: dict[Item, float] = {}
-    for signal, ranking in rankings.items():
-        weight = weights.get(signal, 0.0)
-        if weight <= 0:
-            continue
-        for rank, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
-    return sorted(scores.items(), key=lambda pair: -pair[1])
-
 
 class Fusion:
     """Which fusion a search uses, and why: the learned ranker beside the settings' model, else weighted RRF."""

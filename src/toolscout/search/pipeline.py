@@ -21,8 +21,8 @@ from toolscout.index.text import dense_document
 from toolscout.search.catalog_index import IDENTIFIER
 from toolscout.search.confidence import GAP_RANK
 from toolscout.search.destructive import asks_to_destroy, demote_destructive
-from toolscout.search.fusion import weighted_rrf
 from toolscout.search.ranker import RERANKER, Candidates, LearnedRanker, fused_head
+from toolscout.search.rrf import weighted_rrf
 from toolscout.search.sentences import add_best_part
 from toolscout.search.settings import LEARNED_SIGNALS, LEXICAL_SIGNALS, SIGNALS, SearchSettings
 
@@ -289,19 +289,28 @@ def decide(
     say. Where its gate says requests like this one are served better by its order alone
     (`LearnedRanker.orders_alone`), it decides alone. A sentence of a longer request follows
     the whole request's decision: the gate judges what the request is like, and one sentence
-    of it looks like another request. The ranker was fitted without past requests: where
-    past requests close to this one vote (the intent signal is confident at all), they and
-    the signals decide as in weighted RRF, and the ranker only judges the match."""
+    of it looks like another request.
+
+    Past requests close to this one (the learned signals) add their votes on top, and take the
+    ranker's vote as they grow sure: it weighs its weight x (1 - the intent signal's
+    confidence). The ranker was fitted without past requests; where many agree its vote only
+    dilutes theirs, so at full confidence it no longer votes (unless its gate has it decide).
+    One close past request, though, switches nothing off: the keyword signals would otherwise
+    outvote the model and the ranker together on a request that only shares words with a tool."""
     if ranker is None:
         return Decision(Say.RRF, fusion)
-    if request.whole.weight_scale.get("intent", 0.0) > 0 and settings.fusion == "learned":
-        return Decision(Say.RRF, f"weighted RRF (past requests close to this one vote; the {fusion} only judges the match)")
     if settings.fusion != "learned":
         return Decision(Say.RRF, f"weighted RRF (asked for; the {fusion} only judges the match)")
+    learned = min(request.whole.weight_scale.get("intent", 0.0), 1.0)
+    weight = ranker.weight * (1.0 - learned)
+    beside = f", beside past requests close to this one (its weight {weight:.2g} of {ranker.weight:g})" if learned > 0 else ""
     if judged is not None and ranker.orders_alone(judged.candidates):
-        return Decision(Say.ALONE, f"{fusion}: its gate says its order alone serves requests like this one, and it decides", ranker.weight)
-    return Decision(Say.VOTE, f"{fusion}: its order is one vote beside the signals in weighted RRF (weight {ranker.weight:g})", ranker.weight)
-
+        return Decision(Say.ALONE, f"{fusion}: its gate says its order alone serves requests like this one, and it decides{beside}", weight)
+    if weight <= 0:
+        return Decision(Say.RRF, f"weighted RRF (past requests close to this one agree; the {fusion} only judges the match)")
+    if learned > 0:
+        return Decision(Say.VOTE, f"{fusion}: its order is one vote beside the signals in weighted RRF{beside}", weight)
+    return Decision(Say.VOTE, f"{fusion}: its order is one vote beside the signals in weighted RRF (weight {ranker.weight:g})", weight)
 
 
 def fuse_ranked(

@@ -45,6 +45,7 @@ import numpy as np
 
 from toolscout.errors import ConfigError
 from toolscout.search.confidence import CosineRule
+from toolscout.search.rrf import RRF_K, reciprocal_rank
 
 __all__ = [
     "FEATURE_NAMES",
@@ -78,8 +79,6 @@ RANKER_SIGNALS = ("bm25_description", "tfidf", "dense")
 LEXICAL = ("bm25_description", "tfidf")
 # Joins the columns of a product feature.
 PRODUCT = "*"
-# The reciprocal-rank feature's k: the engine's RRF k, so the old fusion is one weight vector away.
-RRF_K = 5.0
 # The `Candidates.extra` key of the cross-encoder's logits (`reranker_columns` turns them into columns).
 RERANKER = "reranker"
 RERANKER_FEATURES = ("reranker_logit", "reranker_rrf", "reranker_first", "reranker_scored")
@@ -138,7 +137,7 @@ def feature_columns(c: Candidates) -> dict[str, np.ndarray]:
     for s in RANKER_SIGNALS:
         ranks = np.asarray(c.ranks.get(s, np.full(n, np.inf)), dtype=np.float64)
         listed = np.isfinite(ranks)
-        columns[f"{s}_rrf"] = np.where(listed, 1.0 / (RRF_K + np.where(listed, ranks, 0.0)), 0.0)
+        columns[f"{s}_rrf"] = np.where(listed, reciprocal_rank(np.where(listed, ranks, 0.0)), 0.0)
         columns[f"{s}_log_rank"] = np.log(np.where(listed, ranks, missing_rank))
         columns[f"{s}_first"] = (ranks == 1).astype(np.float64)
         top1 += ranks == 1
@@ -176,7 +175,7 @@ def fused_scores(c: Candidates, weights: Mapping[str, float], k: float) -> np.nd
     """Each candidate's weighted RRF score over the signals' ranks of it (0 where none listed it)."""
     fused = np.zeros(len(c))
     for signal, ranks in c.ranks.items():
-        fused += weights.get(signal, 0.0) / (k + np.asarray(ranks, dtype=np.float64))
+        fused += reciprocal_rank(np.asarray(ranks, dtype=np.float64), weights.get(signal, 0.0), k)
     return fused
 
 
@@ -202,7 +201,7 @@ def reranker_columns(logits: np.ndarray) -> dict[str, np.ndarray]:
     ranks[order] = np.arange(1, n + 1)
     return {
         "reranker_logit": values,
-        "reranker_rrf": np.where(scored, 1.0 / (RRF_K + ranks), 0.0),
+        "reranker_rrf": np.where(scored, reciprocal_rank(ranks), 0.0),
         "reranker_first": (scored & (ranks == 1)).astype(np.float64),
         "reranker_scored": scored.astype(np.float64),
     }

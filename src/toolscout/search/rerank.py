@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from toolscout.index.model_files import DEFAULT_MODEL, bundled_reranker_dir, resolve_reranker
+from toolscout.search.rrf import reciprocal_rank
 
 if TYPE_CHECKING:
     from toolscout.index.cross_encoder import CrossEncoderScorer
@@ -103,7 +104,7 @@ def reranked(
         k = settings.rrf_k
         reranker_rank = {p: rank for rank, p in enumerate(by_reranker, start=1)}
         blended = {
-            p: 1.0 / (k + rank) + settings.rerank_weight / (k + reranker_rank[p])
+            p: reciprocal_rank(rank, 1.0, k) + reciprocal_rank(reranker_rank[p], settings.rerank_weight, k)
             for rank, p in enumerate(fused, start=1)
         }
         resorted = sorted(fused, key=lambda p: -blended[p])

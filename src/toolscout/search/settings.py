@@ -26,6 +26,7 @@ import platformdirs
 from toolscout.index.model_files import DEFAULT_MODEL, model_disabled
 from toolscout.json_files import read_json_file
 from toolscout.search.confidence import CosineRule
+from toolscout.search.rrf import RRF_K
 
 __all__ = [
     "DEFAULT_INTENT_FULL_VOTE",
@@ -69,7 +70,7 @@ DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
         "intent": 3.0,
     }
 )
-DEFAULT_RRF_K = 5
+DEFAULT_RRF_K = RRF_K
 DEFAULT_INTENT_NEIGHBOURS = 10
 # A cosine floor of 0.55 (all-MiniLM-L6-v2) and full trust at a top vote of 0.6 x 10 neighbours:
 # chosen on toollens_train by cross-validation over three splits of the examples (by request, by

@@ -51,7 +51,7 @@ def search_answer(
     notices = [response.notice] if response.notice else []
     weak = response.match is not None and response.match.weak and bool(entries)
     if weak:
-        notices.insert(0, weak_notice([entry["id"] for entry in entries[:3]]))
+        notices.insert(0, weak_notice([entry["id"] for entry in entries]))
     if omitted:
         notices.append(f"{omitted} matching tool(s) left out to fit max_tokens={max_tokens}.")
     if not entries and not omitted:

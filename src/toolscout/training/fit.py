@@ -44,6 +44,7 @@ __all__ = [
     "TrainingPlan",
     "Triple",
     "prepare",
+    "bf16_supported",
     "train",
 ]
 
@@ -188,11 +189,21 @@ def _read_pairs(path: Path) -> list[Triple]:
     ]
 
 
-def train(plan: TrainingPlan, run_dir: Path, *, device: str = "cpu", base_folder: Path | None = None) -> Path:
+def train(
+    plan: TrainingPlan,
+    run_dir: Path,
+    *,
+    device: str = "cpu",
+    base_folder: Path | None = None,
+    bf16: bool | None = None,
+) -> Path:
     """Fine-tune, resuming from the newest checkpoint in `run_dir`; returns the model folder.
 
     `base_folder` replaces the plan's base model by a copy of its files (a GPU machine without the
-    base model's package gets them this way).
+    base model's package gets them this way). `bf16` runs the forward and backward passes under
+    bf16 autocast (master weights stay float32); None means wherever the hardware has bf16 maths
+    (every GPU we train on; a CPU with avx512_bf16 or amx_bf16), and is not part of the plan: a
+    run may resume on another machine in another precision.
     """
     from toolscout.index.model_files import require_training_extra
 
@@ -214,7 +225,10 @@ def train(plan: TrainingPlan, run_dir: Path, *, device: str = "cpu", base_folder
              "negative": [p.negative for p in pairs]}
         )
 
-    args = _training_arguments(plan, run_dir, device, train_pairs, validation_pairs)
+    if bf16 is None:
+        bf16 = bf16_supported(device)
+    log.info("training on %s in %s", device, "bf16 autocast" if bf16 else "float32")
+    args = _training_arguments(plan, run_dir, device, train_pairs, validation_pairs, bf16=bf16)
     trainer = SentenceTransformerTrainer(
         model=model,
         args=args,
@@ -263,8 +277,26 @@ def _starting_model(plan: TrainingPlan, run_dir: Path, device: str, base_folder:
     return model
 
 
+def bf16_supported(device: str) -> bool:
+    """Whether bf16 autocast pays on `device`: on a CUDA GPU always; on a CPU only with native bf16
+    instructions (without them bf16 is emulated and slower than float32)."""
+    if device == "cuda":
+        return True
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
 def _training_arguments(
-    plan: TrainingPlan, run_dir: Path, device: str, train_pairs: list[Triple], validation_pairs: list[Triple]
+    plan: TrainingPlan,
+    run_dir: Path,
+    device: str,
+    train_pairs: list[Triple],
+    validation_pairs: list[Triple],
+    *,
+    bf16: bool,
 ) -> Any:
     """The trainer's arguments: the plan's steps and rates, batches drawn by family, checkpoints."""
     from sentence_transformers import SentenceTransformerTrainingArguments
@@ -290,7 +322,7 @@ def _training_arguments(
         logging_steps=10,
         report_to="none",
         use_cpu=device == "cpu",
-        bf16=device == "cuda",
+        bf16=bf16,
         disable_tqdm=False,
     )
 

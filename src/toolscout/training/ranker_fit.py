@@ -358,14 +358,15 @@ def vote_order(example: Example, probabilities: np.ndarray | None = None, weight
     """Candidate indices, best first, as the engine orders them by the zero-shot signals' weighted
     RRF (at the engine's weights, or `weights`), with the ranker's order (by `probabilities`) as one
     more vote of `weight` (a replay: no sentence bonus)."""
-    from toolscout.search.settings import DEFAULT_RRF_K, DEFAULT_WEIGHTS
+    from toolscout.search.rrf import RRF_K, reciprocal_rank
+    from toolscout.search.settings import DEFAULT_WEIGHTS
 
-    fused = fused_scores(example.candidates, DEFAULT_WEIGHTS if weights is None else weights, DEFAULT_RRF_K)
+    fused = fused_scores(example.candidates, DEFAULT_WEIGHTS if weights is None else weights, RRF_K)
     if probabilities is not None:
         order = np.argsort(-probabilities, kind="stable")
         ranks = np.empty(len(order))
         ranks[order] = np.arange(1, len(order) + 1)
-        fused = fused + weight / (DEFAULT_RRF_K + ranks)
+        fused = fused + reciprocal_rank(ranks, weight)
     return np.argsort(-fused, kind="stable")
 
 
