@@ -302,7 +302,7 @@ def decide(
     if settings.fusion != "learned":
         return Decision(Say.RRF, f"weighted RRF (asked for; the {fusion} only judges the match)")
     learned = min(request.whole.weight_scale.get("intent", 0.0), 1.0)
-    weight = ranker.weight * (1.0 - learned)
+    weight = ranker.weight * (1.0 - learned) ** 2
     beside = f", beside past requests close to this one (its weight {weight:.2g} of {ranker.weight:g})" if learned > 0 else ""
     if judged is not None and ranker.orders_alone(judged.candidates):
         return Decision(Say.ALONE, f"{fusion}: its gate says its order alone serves requests like this one, and it decides{beside}", weight)
