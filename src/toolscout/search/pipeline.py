@@ -293,7 +293,7 @@ def decide(
 
     Past requests close to this one (the learned signals) add their votes on top, and take the
     ranker's vote as they grow sure: it weighs its weight x (1 - the intent signal's
-    confidence). The ranker was fitted without past requests; where many agree its vote only
+    confidence)^2. The ranker was fitted without past requests; where many agree its vote only
     dilutes theirs, so at full confidence it no longer votes (unless its gate has it decide).
     One close past request, though, switches nothing off: the keyword signals would otherwise
     outvote the model and the ranker together on a request that only shares words with a tool."""
