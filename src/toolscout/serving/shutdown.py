@@ -4,6 +4,8 @@ The ways, by transport:
 
     stop path                        stdio                         http
     SIGTERM, SIGINT, SIGHUP          yes (exit 128 + signal)       yes (exit 0)
+    SIGHUP ignored when we start     stays ignored                 stays ignored (nohup: survives
+                                                                   the terminal hanging up)
     the host closes our stdin        yes (the MCP channel ends)    only when stdin is a pipe or socket
                                                                    (a host started us); not /dev/null
                                                                    or a terminal (nohup, systemd, a shell)
@@ -49,6 +51,15 @@ KILL_GRACE = 1.0
 # How often the parent's pid is looked at.
 _PARENT_POLL = 0.5
 _SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
+
+
+def _signals_to_follow() -> tuple[int, ...]:
+    """`_SIGNALS`, less SIGHUP where whoever started us ignores it: `nohup` does, so that the
+    process outlives the terminal; a handler of ours would undo that."""
+    hangup = getattr(signal, "SIGHUP", None)
+    if hangup is not None and signal.getsignal(hangup) == signal.SIG_IGN:
+        return tuple(signum for signum in _SIGNALS if signum != hangup)
+    return _SIGNALS
 
 
 class Shutdown:
@@ -118,7 +129,7 @@ class Shutdown:
                 tg.start_soon(self._watch_parent)
             elif _stdin_is_from_a_host():
                 tg.start_soon(self._watch_stdin)
-            with anyio.open_signal_receiver(*_SIGNALS) as signals:
+            with anyio.open_signal_receiver(*_signals_to_follow()) as signals:
                 async for signum in signals:
                     name = signal.Signals(signum).name
                     code = 128 + signum if self._transport == "stdio" else 0
