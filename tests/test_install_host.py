@@ -166,3 +166,13 @@ def test_a_local_wheel_is_what_uvx_runs_until_a_release_is_published(tmp_path: P
     assert toolscout("install", "cursor", "--config", str(config), "--from", str(wheel)).returncode == 0
     entry = json.loads(config.read_text(encoding="utf-8"))["mcpServers"]["toolscout"]
     assert entry == {"command": "uvx", "args": ["--from", str(wheel), "toolscout", "serve"]}
+
+
+def test_the_readmes_first_screen_has_the_command_a_new_user_types() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    first_screen = "\n".join(readme.splitlines()[:60])
+    for host in FORMATS:
+        assert f"uvx toolscout install {host}`" in first_screen
+    assert '"command": "uvx", "args": ["toolscout", "serve"' in first_screen
+    assert "docs/dashboard/" in first_screen and "| toolbench_stb" in first_screen
+    assert "fusion" not in first_screen.lower() and "calibrat" not in first_screen.lower()
