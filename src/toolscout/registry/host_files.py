@@ -135,7 +135,12 @@ def plan_uninstall(host: Host, path: Path) -> UninstallPlan:
 def write_install(plan: InstallPlan) -> None:
     """Keep the backup first (same bytes, same permissions), then replace the host file whole."""
     shutil.copy2(plan.path, plan.backup)
-    _replace(plan.path, plan.text)
+    try:
+        _replace(plan.path, plan.text)
+    except OSError:
+        # The host file is as it was: a backup left behind would say toolscout is installed.
+        plan.backup.unlink(missing_ok=True)
+        raise
 
 
 def write_uninstall(plan: UninstallPlan) -> None:
