@@ -18,7 +18,7 @@ import anyio
 import mcp_types as types
 
 from toolscout.errors import ScriptError, ToolCallError
-from toolscout.serving.meta_tools import DEFAULT_LIMIT, EXECUTE_TOOL, MAX_LIMIT, SEARCH_TOOL
+from toolscout.serving.meta_tools import DEFAULT_LIMIT, EXECUTE_TOOL, SEARCH_TOOL
 from toolscout.serving.options import CodeModeLimits
 from toolscout.serving.sandbox import ScriptOutcome, run_script
 
@@ -45,11 +45,12 @@ def run_code_tool(limits: CodeModeLimits) -> types.Tool:
             "results you do not need to read: the rows of one tool filtered and passed to another, a "
             "lookup per item of a list, a summary of a large result. For a single call, use "
             f"{EXECUTE_TOOL}.\n"
-            f"The script has: search_tools(query, k={DEFAULT_LIMIT}) -> a list of tools (each a dict with "
-            "'id', 'description' and 'input_schema'), call_tool(tool_id, arguments) -> the tool's "
-            "structured result (a dict) or its text, print(), and a subset of Python with json, re, math, "
-            "datetime and collections. A refused or failed call raises RuntimeError with the reason, "
-            "which the script may catch. No files, network, environment or other imports.\n"
+            f"The script has: search_tools(query, k={DEFAULT_LIMIT}) -> a list of tools (dicts with 'id', "
+            "'description' and 'inputSchema', as search_tools returns them), call_tool(tool_id, arguments) -> "
+            "the tool's structured result (a dict) or its text, print(), and a subset of Python with json, re, "
+            "math, datetime, collections, itertools and functools. A refused or failed call raises "
+            "RuntimeError with the reason, which the script may catch. No files, network, environment, "
+            "subprocesses or other imports.\n"
             f"Limits per script: {limits.wall_seconds:g} s in all, {limits.cpu_seconds:g} s of computing, "
             f"{limits.memory_bytes // (1024 * 1024)} MiB of memory, {limits.max_tool_calls} tool calls, "
             f"{limits.max_result_bytes // 1024} KiB of output."
