@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -30,6 +31,8 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import Client
+
+from docs_blocks import machine
 
 from toolscout.gateway import Gateway
 from toolscout.registry.loading import load_registries
@@ -161,6 +164,8 @@ async def main(runs: int, rows: int) -> None:
             async with Client(server, mode="legacy") as client:
                 flow = await workflow(client, runs)
                 costs = await overhead(client, runs)
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    print(f"{machine()}; load average {load} (1, 5, 15 min)\n")
     print(f"Workflow over {rows} order rows, median of {runs} runs (searches not timed, same in both):\n")
     print(_table(["way", "tokens through the agent's context", "of which the two searches", "wall ms", "answer"], flow))
     print("\nOverhead, median of", runs, "runs:\n")

@@ -162,3 +162,15 @@ def test_nothing_of_code_mode_is_imported_when_it_is_off() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_limit_of_zero_or_less_stops_serve_with_an_error_naming_the_option(tmp_path: Path) -> None:
+    registry = tmp_path / "servers.json"
+    registry.write_text('{"mcpServers": {}}', encoding="utf-8")
+    done = subprocess.run(
+        [*serve_command(registry, "--code-mode", "--code-wall-time", "0")],
+        capture_output=True, text=True, timeout=120, env=_private_env(),
+    )
+    assert done.returncode != 0
+    assert "--code-wall-time must be more than 0, got 0" in done.stderr
+    assert "Traceback" not in done.stderr
