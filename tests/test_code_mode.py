@@ -3,6 +3,7 @@ same execute path as execute_tool; over in-memory, stdio and HTTP sessions."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -174,3 +175,27 @@ def test_a_limit_of_zero_or_less_stops_serve_with_an_error_naming_the_option(tmp
     assert done.returncode != 0
     assert "--code-wall-time must be more than 0, got 0" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+async def test_serve_exits_cleanly_when_its_client_leaves_right_after_a_script(tmp_path: Path) -> None:
+    # pydantic-monty's closed pools may wake the event loop for a few ms more (serving/sandbox.py).
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "run_code", "arguments": {"code": "6 * 7"}}},
+    ]
+    command = serve_command(crm_and_mail(tmp_path), "--code-mode")
+    with anyio.fail_after(90):
+        async with await anyio.open_process(command, env=_private_env(), stderr=subprocess.DEVNULL) as process:
+            assert process.stdin is not None and process.stdout is not None
+            await process.stdin.send("".join(json.dumps(m) + "\n" for m in messages).encode())
+            received = b""
+            async for chunk in process.stdout:
+                received += chunk
+                if b'"id":2' in received.replace(b" ", b""):
+                    break
+            await process.stdin.aclose()
+            returncode = await process.wait()
+    assert b'"value":42' in received.replace(b" ", b"")
+    assert returncode == 0

@@ -18,7 +18,7 @@ import anyio
 import mcp_types as types
 
 from toolscout.errors import ScriptError, ToolCallError
-from toolscout.serving.meta_tools import DEFAULT_LIMIT, EXECUTE_TOOL, SEARCH_TOOL
+from toolscout.serving.meta_tools import DEFAULT_LIMIT, EXECUTE_TOOL, RUN_CODE, SEARCH_TOOL
 from toolscout.serving.options import CodeModeLimits
 from toolscout.serving.sandbox import ScriptOutcome, run_script
 
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["RUN_CODE", "CodeMode", "run_code_tool"]
 
-RUN_CODE = "run_code"
 # A script is a few dozen lines; a much longer one is a document pasted in by mistake.
 MAX_CODE_CHARS = 20_000
 
@@ -87,7 +86,17 @@ class CodeMode:
 
     def _functions(self, ctx: ServerRequestContext[Any]) -> dict[str, Any]:
         """The script's host functions, each one meta-tool call of this client's own."""
-        call_meta = self._meta_call(ctx)
+
+        async def call_meta(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+            answer = await self._meta.call_tool(ctx, types.CallToolRequestParams(name=name, arguments=arguments))
+            if isinstance(answer, types.InputRequiredResult):
+                raise ToolCallError(
+                    f"'{arguments.get('name')}' needs input from the client, which a script cannot give; "
+                    f"call it with {EXECUTE_TOOL} instead."
+                )
+            if answer.is_error:
+                raise ToolCallError(_text_of(answer))  # execute_tool's own words, raised in the script
+            return answer
 
         async def search_tools(query: str, k: int = DEFAULT_LIMIT) -> list[dict[str, Any]]:
             result = await call_meta(SEARCH_TOOL, {"query": query, "limit": k})
@@ -98,20 +107,6 @@ class CodeMode:
             return _value_of(result)
 
         return {"search_tools": search_tools, "call_tool": call_tool}
-
-    def _meta_call(self, ctx: ServerRequestContext[Any]) -> Any:
-        async def call_meta(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-            answer = await self._meta.call_tool(ctx, types.CallToolRequestParams(name=name, arguments=arguments))
-            if isinstance(answer, types.InputRequiredResult):
-                raise ToolCallError(
-                    f"'{arguments.get('name')}' needs input from the client, which a script cannot give; "
-                    f"call it with {EXECUTE_TOOL} instead."
-                )
-            if answer.is_error:
-                raise ToolCallError(_text_of(answer))
-            return answer
-
-        return call_meta
 
 
 def _code(arguments: dict[str, Any]) -> str:

@@ -18,6 +18,12 @@ request timeout kills a worker that stops answering.
 
 Nothing else of toolscout imports pydantic_monty, and this module is imported only when code mode
 is on (`serving/code_mode.py`).
+
+A sharp edge of pydantic-monty 1.4.0: a closed pool's I/O threads may still wake the event loop for
+a few milliseconds, and a process that leaves its event loop and exits within that time can abort
+in interpreter finalization (SIGABRT, exit status 134). `serve` never does (stopping its upstreams
+takes longer; tested by exiting right after an answer); a short program calling `run_script` last
+should give its loop a moment (`await anyio.sleep(0.05)`) before it returns.
 """
 
 from __future__ import annotations
@@ -99,8 +105,6 @@ async def _run(code: str, functions: Mapping[str, HostFunction], limits: CodeMod
         raise ScriptError(f"The script failed:\n{exc.display('traceback')}{_limit_hint(exc)}") from None
     except MontyError as exc:
         raise ScriptError(f"The script could not be run: {exc}") from None
-    finally:
-        del pool  # dropped here, not at interpreter exit, where a pool left alive aborts the process
     return ScriptOutcome(printed=_printed(printed), value=value, calls=calls)
 
 

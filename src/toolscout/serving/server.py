@@ -1,5 +1,5 @@
-"""The MCP server an agent talks to: exactly two tools, `search_tools` and `execute_tool`, and
-the upstreams' resources, prompts, completions and logging relayed (`proxied.py`).
+"""The MCP server an agent talks to: two tools, `search_tools` and `execute_tool` (and `run_code`
+with code mode, `code_mode.py`), and the upstreams' resources, prompts, completions and logging relayed (`proxied.py`).
 
 Built on the SDK's low-level `Server` because the instructions are generated from the live catalog
 (`describe.py`) and change while the server runs. The two tools' definitions (`meta_tools.py`) never change, whatever
@@ -43,6 +43,7 @@ from toolscout.serving.meta_tools import (
     MAX_LIMIT,
     MAX_QUERY_CHARS,
     META_TOOLS,
+    RUN_CODE,
     SEARCH_TOOL,
 )
 from toolscout.serving.metrics import CallOutcome, GatewayMetrics
@@ -228,7 +229,7 @@ class MetaTools:
                     # The upstream failed because its question could not be relayed: say that.
                     return _error("\n".join([f"{exc}.", *caller.notes]))
                 return caller.noted(result) if isinstance(result, types.CallToolResult) else result
-            if name == "run_code" and self.code_mode is not None:
+            if name == RUN_CODE and self.code_mode is not None:
                 return await self.code_mode.run(ctx, arguments)
             return _error(f"Unknown tool '{name}'. This server has two tools: {SEARCH_TOOL} and {EXECUTE_TOOL}.")
         except ToolCallError as exc:
