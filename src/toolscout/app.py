@@ -403,7 +403,10 @@ class App:
             )
         )
         self.metrics = GatewayMetrics(gateway) if config.serving.transport == "http" else None
-        self._server = build_server(gateway, observers=learning.observers, metrics=self.metrics, profiles=self._profiles)
+        self._server = build_server(
+            gateway, observers=learning.observers, metrics=self.metrics, profiles=self._profiles,
+            code_mode=config.serving.code_mode,
+        )
         learning.install(self._server)
         if config.serving.transport == "http":
             from toolscout.dashboard import Dashboard

@@ -12,6 +12,7 @@
      +-- ToolCallError             a call the agent made cannot be carried out as asked
      |    +-- UnknownToolError
      |    +-- InvalidArgumentsError
+     |    +-- ScriptError          a run_code script failed, was refused or was stopped at a limit
      +-- RequestError              a resource, prompt or completion request cannot be carried out as asked
      |    +-- NotOfferedError      no upstream offers that resource or prompt (now)
      +-- SamplingUnavailableError  the MCP client cannot or will not sample (phrase generation stops)
@@ -36,6 +37,7 @@ __all__ = [
     "PinStateError",
     "RequestError",
     "SamplingUnavailableError",
+    "ScriptError",
     "SignInRequired",
     "StateError",
     "StateUnavailable",
@@ -108,6 +110,10 @@ class UnknownToolError(ToolCallError):
 
 class InvalidArgumentsError(ToolCallError):
     """The arguments do not satisfy the tool's input schema."""
+
+
+class ScriptError(ToolCallError):
+    """A run_code script cannot be run, failed, or was stopped at one of its limits."""
 
 
 class RequestError(ToolscoutError):

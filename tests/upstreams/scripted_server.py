@@ -1,12 +1,13 @@
 """A server whose tools and instructions come from a JSON file, re-read on every tools/list.
 
-    scripted_server.py SPEC.json LABEL
+    scripted_server.py SPEC.json LABEL [CALLS.jsonl]
 
 SPEC.json: {"instructions": "...", "tools": [{"name": ..., "description": ..., "inputSchema": {...}}]};
 a tool may also have "title", "outputSchema" and "annotations".
 Every call answers {"server": LABEL, "tool": name, "arguments": {...}}, so a test sees which
 upstream a call reached. Calling `reload` tells the client the tools changed (tools/list_changed):
 edit the file, call it, and the gateway lists the new definitions (a rug pull, on demand).
+With CALLS.jsonl, each call's answer is also appended there: a test reads what the upstream saw.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 SPEC, LABEL = Path(sys.argv[1]), sys.argv[2]
+CALLS = Path(sys.argv[3]) if len(sys.argv) > 3 else None
 
 
 def _spec() -> dict[str, Any]:
@@ -50,6 +52,9 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         await ctx.session.send_tool_list_changed()
         await bus.publish(ToolsListChanged())
     echoed = {"server": LABEL, "tool": params.name, "arguments": params.arguments or {}}
+    if CALLS is not None:
+        with CALLS.open("a", encoding="utf-8") as calls:
+            calls.write(json.dumps(echoed) + "\n")
     return types.CallToolResult(content=[types.TextContent(text=json.dumps(echoed))], structured_content=echoed)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 
+from toolscout.commands._code_mode import add_code_mode_options, code_mode_limits
 from toolscout.commands._gateway import (
     add_call_limit_options,
     add_learning_options,
@@ -74,6 +75,7 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
              "over HTTP, /mcp/NAME serves each profile whatever this says",
     )
     _add_restart_options(parser)
+    add_code_mode_options(parser)
     parser.set_defaults(open_dashboard=False)  # `toolscout ui` opens it
 
 
@@ -197,5 +199,5 @@ def _serving_options(args: argparse.Namespace) -> ServingOptions:
         transport=args.transport, host=args.host, port=args.port, auth_token=args.auth_token, clients=clients,
         allowed_hosts=tuple(args.allowed_host), allowed_origins=tuple(args.allowed_origin), ready_wait=args.ready_wait,
         sessions=sessions,
-        profile=args.profile, open_dashboard=args.open_dashboard,
+        profile=args.profile, open_dashboard=args.open_dashboard, code_mode=code_mode_limits(args),
     )

@@ -11,10 +11,12 @@ import mcp_types as types
 
 from toolscout.serving import describe
 
-__all__ = ["DEFAULT_LIMIT", "EXECUTE_TOOL", "MAX_LIMIT", "MAX_QUERY_CHARS", "META_TOOLS", "SEARCH_TOOL"]
+__all__ = ["DEFAULT_LIMIT", "EXECUTE_TOOL", "MAX_LIMIT", "MAX_QUERY_CHARS", "META_TOOLS", "RUN_CODE", "SEARCH_TOOL"]
 
 SEARCH_TOOL = "search_tools"
 EXECUTE_TOOL = "execute_tool"
+# The third tool, only with `serve --code-mode`; defined in `code_mode.py`, which loads the sandbox.
+RUN_CODE = "run_code"
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 50
 # A search query describes a task in a sentence or two; thousands of characters are a mistake

@@ -12,7 +12,29 @@ if TYPE_CHECKING:
     from toolscout.serving.clients import ClientTokens
     from toolscout.serving.http import SessionLimits
 
-__all__ = ["ServingOptions"]
+__all__ = ["CodeModeLimits", "ServingOptions"]
+
+
+@dataclass(frozen=True)
+class CodeModeLimits:
+    """What one `run_code` script may use (`serving/code_mode.py`); each has a `serve` option.
+
+    The defaults fit a script that searches, makes a handful of calls and combines their results;
+    an agent needing more makes several scripts, each bounded.
+    """
+
+    # Seconds from the script's start to its end, tool calls included.
+    wall_seconds: float = 30.0
+    # Seconds the interpreter itself may compute (its clock stops while a tool call runs).
+    cpu_seconds: float = 5.0
+    memory_bytes: int = 64 * 1024 * 1024
+    max_tool_calls: int = 50
+    # What comes back to the agent: printed text and the last value, together.
+    max_result_bytes: int = 64 * 1024
+    # Deep enough for any reasonable script, shallow enough to stop runaway recursion at once.
+    max_recursion_depth: int = 200
+    # Scripts run at once (one sandbox worker process each); more wait their turn.
+    workers: int = 2
 
 
 @dataclass(frozen=True)
@@ -35,3 +57,5 @@ class ServingOptions:
     profile: str | None = None
     # Open the dashboard's sign-in link in a browser once serving (`toolscout ui`).
     open_dashboard: bool = False
+    # The third meta-tool, run_code, with these limits (`serve --code-mode`); None: off.
+    code_mode: CodeModeLimits | None = None

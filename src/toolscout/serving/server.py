@@ -1,5 +1,5 @@
-"""The MCP server an agent talks to: exactly two tools, `search_tools` and `execute_tool`, and
-the upstreams' resources, prompts, completions and logging relayed (`proxied.py`).
+"""The MCP server an agent talks to: two tools, `search_tools` and `execute_tool` (and `run_code`
+with code mode, `code_mode.py`), and the upstreams' resources, prompts, completions and logging relayed (`proxied.py`).
 
 Built on the SDK's low-level `Server` because the instructions are generated from the live catalog
 (`describe.py`) and change while the server runs. The two tools' definitions (`meta_tools.py`) never change, whatever
@@ -43,9 +43,11 @@ from toolscout.serving.meta_tools import (
     MAX_LIMIT,
     MAX_QUERY_CHARS,
     META_TOOLS,
+    RUN_CODE,
     SEARCH_TOOL,
 )
 from toolscout.serving.metrics import CallOutcome, GatewayMetrics
+from toolscout.serving.options import CodeModeLimits
 from toolscout.serving.proxied import Proxied
 from toolscout.serving.relay import ClientCaller, asking_client, input_round
 from toolscout.serving.tracing import tracer
@@ -148,8 +150,13 @@ class MetaTools:
         observers: Sequence[CallObserver] = (),
         metrics: GatewayMetrics | None = None,
         profiles: ProfileChooser | None = None,
+        code_mode: CodeModeLimits | None = None,
     ) -> None:
         self.gateway = gateway
+        # run_code (`code_mode.py`), imported only when on: the sandbox stays out of the process otherwise.
+        if code_mode is not None:
+            from toolscout.serving.code_mode import CodeMode
+        self.code_mode = CodeMode(self, code_mode) if code_mode is not None else None
         self._observers = tuple(observers)
         self._metrics = metrics
         self._profiles = profiles
@@ -170,7 +177,7 @@ class MetaTools:
 
     def tools(self) -> list[types.Tool]:
         """The two meta-tools: the same definitions whatever upstreams are connected."""
-        return list(META_TOOLS)
+        return [*META_TOOLS, self.code_mode.tool] if self.code_mode is not None else list(META_TOOLS)
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -222,6 +229,8 @@ class MetaTools:
                     # The upstream failed because its question could not be relayed: say that.
                     return _error("\n".join([f"{exc}.", *caller.notes]))
                 return caller.noted(result) if isinstance(result, types.CallToolResult) else result
+            if name == RUN_CODE and self.code_mode is not None:
+                return await self.code_mode.run(ctx, arguments)
             return _error(f"Unknown tool '{name}'. This server has two tools: {SEARCH_TOOL} and {EXECUTE_TOOL}.")
         except ToolCallError as exc:
             return _error(str(exc))
@@ -453,11 +462,12 @@ def build_server(
     observers: Sequence[CallObserver] = (),
     metrics: GatewayMetrics | None = None,
     profiles: ProfileChooser | None = None,
+    code_mode: CodeModeLimits | None = None,
 ) -> Server[Any]:
     """The MCP server for `gateway`; its descriptions follow the gateway's catalog. With `metrics`,
     searches and calls are counted and timed there; with `profiles`, each request is served with
-    its client's profile (`toolscout.serving.scoped`)."""
-    meta = MetaTools(gateway, observers, metrics, profiles)
+    its client's profile (`toolscout.serving.scoped`); with `code_mode`, run_code too (`code_mode.py`)."""
+    meta = MetaTools(gateway, observers, metrics, profiles, code_mode)
     proxied = Proxied(gateway, meta.sessions, meta.publish, meta.bus, view=meta.view)
     server = _GatewayServer(
         "toolscout",
