@@ -23,9 +23,10 @@ __all__ = ["BIDI_CONTROLS", "ZERO_WIDTH", "controls_shown", "terminal_safe"]
 
 ZERO_WIDTH = "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e"
 BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-# ESC, BEL, CSI (0x9b), OSC (0x9d) and the rest; a lone CR returns to the line's start and
-# overwrites what was shown, while CRLF only ends a line.
-_DRIVING = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{BIDI_CONTROLS}]|\r(?!\n)")
+# ESC, BEL, CSI (0x9b), OSC (0x9d) and the rest, CR included: a lone CR returns to the line's start
+# and overwrites what was shown, while CRLF only ends a line (kept by `_shown`). One character
+# class, no alternation: it is searched over every result, up to the result limit.
+_DRIVING = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
 
 
 def _code(char: str) -> str:
@@ -49,4 +50,11 @@ def terminal_safe(text: str) -> str:
 def controls_shown(text: str) -> str:
     """`text` for an agent (and the host that may print it): every character that drives a terminal
     or reorders its text shown as a code; everything else, newlines and tabs included, unchanged."""
-    return _DRIVING.sub(lambda match: _code(match.group()), text)
+    return _DRIVING.sub(_shown, text)
+
+
+def _shown(match: re.Match[str]) -> str:
+    char = match.group()
+    if char == "\r" and match.string.startswith("\n", match.end()):
+        return char
+    return _code(char)
