@@ -13,7 +13,7 @@ A room may import only rooms of a lower floor, so no two rooms import each other
     index, registry, learning
     state                the state store, and toolscout's own state files
     json_files, secrets  helpers every room may use
-    errors, catalog, naming, wording, toolscout/__init__
+    errors, catalog, naming, wording, printable, toolscout/__init__
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import toolscout
 PACKAGE = Path(toolscout.__file__).parent
 
 FLOORS = [
-    {"<root>", "errors", "catalog", "naming", "wording"},
+    {"<root>", "errors", "catalog", "naming", "wording", "printable"},
     {"json_files", "secrets"},
     {"state"},
     {"index", "registry", "learning"},

@@ -1,10 +1,12 @@
 """HTTP sessions belong to their client: named tokens from a token file, a session bound to the
 credential that opened it, a per-client session cap that
-closes the longest idle session of only the client at it (refusing it only when all are busy), and
+closes the longest idle session of only the client at it, or else one holding only a GET stream
+(refusing it only when every one serves a POST), and
 session ids kept out of the log. Served by uvicorn in this process; real HTTP, real MCP sessions."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -12,6 +14,7 @@ import os
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2 as httpx
@@ -51,32 +54,45 @@ def _token_file(path: Path) -> Path:
     return path
 
 
+@contextlib.asynccontextmanager
+async def _serving(tmp_path: Path) -> AsyncIterator[tuple[str, Any]]:
+    """The gateway over HTTP with alice and bob's tokens and two sessions each: its URL, and the
+    SDK's session manager (read only, to wait for requests to be in flight)."""
+    registry = write_registry(tmp_path / "servers.json", {
+        "weather": python_server("weather_server.py"), "hostile": python_server("hostile_server.py")})
+    clients = load_client_tokens(_token_file(tmp_path / "tokens.json"))
+    async with anyio.create_task_group() as tg:
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=0)) as gateway:
+            await gateway.ready(20)
+            mcp_server = build_server(gateway)
+            app = http_app(mcp_server, host="127.0.0.1", clients=clients, sessions=SessionLimits(per_client=2))
+            sock = socket.create_server(("127.0.0.1", 0))
+            server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+            tg.start_soon(server.serve, [sock])
+            await wait_until(lambda: server.started, timeout=10, interval=0.01)
+            yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", mcp_server.session_manager
+            server.should_exit = True
+
+
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[str]:
-    registry = write_registry(tmp_path / "servers.json", {"weather": python_server("weather_server.py")})
-    clients = load_client_tokens(_token_file(tmp_path / "tokens.json"))
     with anyio.fail_after(60):
-        async with anyio.create_task_group() as tg:
-            async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), GatewayOptions(max_restarts=0)) as gateway:
-                await gateway.ready(20)
-                app = http_app(build_server(gateway), host="127.0.0.1", clients=clients, sessions=SessionLimits(per_client=2))
-                sock = socket.create_server(("127.0.0.1", 0))
-                server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-                tg.start_soon(server.serve, [sock])
-                await wait_until(lambda: server.started, timeout=10, interval=0.01)
-                yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-                server.should_exit = True
+        async with _serving(tmp_path) as (url, _):
+            yield url
 
 
 async def _open(http: httpx.AsyncClient, url: str, token: str) -> httpx.Response:
     return await http.post(url, json=INITIALIZE, headers={**MCP_HEADERS, "authorization": f"Bearer {token}"})
 
 
-def _ping(session: str, token: str) -> dict[str, str]:
-    return {**MCP_HEADERS, "authorization": f"Bearer {token}", "mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+def _ping(session: str, token: str | None) -> dict[str, str]:
+    """Headers of a request on `session`, with `token` (None: without one, as tokenless clients)."""
+    credentials = {"authorization": f"Bearer {token}"} if token else {}
+    return {**MCP_HEADERS, **credentials, "mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
 
 
 PING = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
 async def test_a_session_can_be_used_and_ended_only_by_the_client_that_opened_it(served: str) -> None:
@@ -114,28 +130,68 @@ async def test_a_client_at_its_session_limit_has_its_longest_idle_session_closed
     assert second_after.status_code == 200 and bobs_after.status_code == 200
 
 
-async def _busy(http: httpx.AsyncClient, url: str, session: str, token: str, held: list[httpx.Response]) -> None:
-    """Keep a request in flight on `session`: its GET stream, open until the test ends."""
+async def _streaming(http: httpx.AsyncClient, url: str, session: str, token: str, held: list[httpx.Response]) -> None:
+    """Open `session`'s GET stream, left open until the test ends (or the gateway closes it)."""
     request = http.build_request("GET", url, headers=_ping(session, token))
     held.append(await http.send(request, stream=True))
 
 
-async def test_a_client_whose_sessions_are_all_busy_is_refused_a_new_one_but_not_sessionless_requests(served: str) -> None:
+async def _stream_ended(response: httpx.Response) -> bool:
+    """Whether the gateway ends this open GET stream (read to its end, bounded by the caller)."""
+    async for _ in response.aiter_bytes():
+        pass
+    return True
+
+
+async def test_a_session_holding_only_a_get_stream_makes_room_for_a_new_one(served: str) -> None:
     held: list[httpx.Response] = []
     with anyio.fail_after(30):
         async with httpx.AsyncClient(timeout=None) as http:
+            sessions = [(await _open(http, served, ALICE)).headers["mcp-session-id"] for _ in range(2)]
+            for session in sessions:
+                await _streaming(http, served, session, ALICE, held)
+            # The second session is used after the first: the first is the one to go.
+            await http.post(served, json=PING, headers=_ping(sessions[1], ALICE))
+            third = await _open(http, served, ALICE)
+            bobs = await _open(http, served, BOB)
+            first_ended = await _stream_ended(held[0])
+            first_after = await http.post(served, json=PING, headers=_ping(sessions[0], ALICE))
+            second_after = await http.post(served, json=PING, headers=_ping(sessions[1], ALICE))
+            for response in held:
+                await response.aclose()
+    assert all(response.status_code == 200 for response in held)
+    assert third.status_code == bobs.status_code == 200
+    assert first_ended and first_after.status_code == 404
+    assert second_after.status_code == 200
+
+
+async def _post_in_flight(url: str, session: str, token: str) -> None:
+    """A POST on `session` served until cancelled: a call of a tool that takes a minute."""
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "execute_tool", "arguments": {"name": "hostile__hold", "arguments": {"seconds": 60}}}}
+    async with httpx.AsyncClient(timeout=None) as http:
+        await http.post(url, json=call, headers=_ping(session, token))
+
+
+def _posts_in_flight(manager: Any) -> int:
+    return sum(transport._requests_in_flight for transport in list(manager._server_instances.values()))
+
+
+async def test_a_client_whose_sessions_all_serve_a_post_is_refused_a_new_one_but_not_sessionless_requests(tmp_path: Path) -> None:
+    with anyio.fail_after(60):
+        async with _serving(tmp_path) as (served, manager), httpx.AsyncClient(timeout=None) as http, anyio.create_task_group() as tg:
             for _ in range(2):
-                opened = await _open(http, served, ALICE)
-                await _busy(http, served, opened.headers["mcp-session-id"], ALICE, held)
+                session = (await _open(http, served, ALICE)).headers["mcp-session-id"]
+                await http.post(served, json=INITIALIZED, headers=_ping(session, ALICE))
+                tg.start_soon(_post_in_flight, served, session, ALICE)
+            await wait_until(lambda: _posts_in_flight(manager) == 2, timeout=10, interval=0.01)
             refused = await _open(http, served, ALICE)
             bobs = await _open(http, served, BOB)
             # A 2026-07-28 client opens no session: the cap is not its concern.
             async with create_mcp_http_client(headers={"Authorization": f"Bearer {ALICE}"}) as mcp_http:
                 async with Client(streamable_http_client(served, http_client=mcp_http), mode="2026-07-28") as client:
                     found = await client.call_tool("search_tools", {"query": "weather"})
-            for response in held:
-                await response.aclose()
-    assert all(response.status_code == 200 for response in held)
+            tg.cancel_scope.cancel()
     assert refused.status_code == 429
     assert "client 'alice' already holds 2 open sessions, each with a request in flight" in refused.json()["error"]
     assert bobs.status_code == 200
@@ -158,6 +214,29 @@ async def test_without_tokens_a_flood_of_idle_sessions_locks_nobody_out(tmp_path
                 sessionless = await client.call_tool("search_tools", {"query": "weather"})
     assert [response.status_code for response in flood] == [200] * 150
     assert not with_session.is_error and not sessionless.is_error
+
+
+async def test_without_tokens_one_process_holding_get_streams_on_every_session_locks_nobody_out(tmp_path: Path) -> None:
+    registry = write_registry(tmp_path / "servers.json", {"weather": python_server("weather_server.py")})
+    command = serve_command(registry, "--transport", "http", "--port", "0")
+    env = {key: value for key, value in os.environ.items() if key not in ("TOOLSCOUT_AUTH_TOKEN", "TOOLSCOUT_TOKENS_FILE")}
+    held: list[httpx.Response] = []
+    with anyio.fail_after(120):
+        async with served_over_http(command, env=env) as url:
+            async with httpx.AsyncClient(timeout=None, limits=httpx.Limits(max_connections=None)) as http:
+                # One local process fills the default cap (100) with sessions, each holding a GET stream.
+                for _ in range(100):
+                    session = (await http.post(url, json=INITIALIZE, headers=MCP_HEADERS)).headers["mcp-session-id"]
+                    await http.post(url, json=INITIALIZED, headers=_ping(session, None))
+                    held.append(await http.send(http.build_request("GET", url, headers=_ping(session, None)), stream=True))
+                streams_open = sum(response.status_code == 200 for response in held)
+                # Another client still starts a session and searches.
+                async with Client(streamable_http_client(url), mode="legacy") as client:
+                    found = await client.call_tool("search_tools", {"query": "weather"})
+                for response in held:
+                    await response.aclose()
+    assert streams_open == 100
+    assert not found.is_error
 
 
 async def test_session_ids_are_never_logged(served: str, caplog: pytest.LogCaptureFixture) -> None:

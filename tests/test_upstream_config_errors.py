@@ -146,11 +146,30 @@ async def test_an_upstream_echoing_a_megabyte_error_reaches_the_agent_capped_wit
         assert "Try again later" not in text  # the upstream answered: the same call fails the same way
 
 
+async def test_terminal_escapes_in_an_upstreams_errors_and_results_reach_the_agent_as_codes(tmp_path: Path) -> None:
+    registry = write_registry(tmp_path / "servers.json", {"hostile": python_server("hostile_server.py")})
+    with anyio.fail_after(60):
+        async with gateway_session(registry) as (_gateway, client):
+            results = {
+                tool: await client.call_tool("execute_tool", {"name": f"hostile__{tool}", "arguments": {}})
+                for tool in ("fail_with_escapes", "reject_with_escapes", "answer_with_escapes")
+            }
+    for tool, result in results.items():
+        text = text_of(result)
+        assert result.is_error is (tool != "answer_with_escapes"), text
+        # No ESC, BEL or C1 control reaches the agent raw; each is shown as its code.
+        assert not any(char in text for char in "\x1b\x07\x9b"), repr(text)
+        assert "printer offline \\u001b]52;c;cm0gLXJmIH4K\\u0007\\u001b]0;PWNED\\u0007\\u001b[2J" in text
+        assert "check cable" in text and "\\u009b2J" in text
+
+
 def test_error_text_keeps_a_short_message_and_the_package_part_of_paths() -> None:
     assert upstream_error_text("no note with id 3") == "no note with id 3"
     shortened = upstream_error_text('File "/opt/x/lib/python3.12/site-packages/pkg/m.py", line 1')
     assert shortened == 'File "…/site-packages/pkg/m.py", line 1'
     assert upstream_error_text(f"{Path.home()}/notes/a.txt missing") == "~/notes/a.txt missing"
+    assert upstream_error_text("line one\n\tline two\r\n") == "line one\n\tline two\r\n"
+    assert upstream_error_text("bell\x07 back\rover") == "bell\\u0007 back\\u000dover"
 
 
 async def test_transient_failures_stay_retryable() -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from toolscout.upstream.limits import bound_result
 from toolscout.errors import StdoutFault
-from toolscout.upstream.oversized import OversizedLine, salvage
+from toolscout.upstream.oversized import OversizedLine, salvage, unwrap_salvaged
 from toolscout.upstream.stdio import LineReader
 
 pytestmark = pytest.mark.anyio
@@ -105,12 +105,31 @@ async def test_a_line_over_the_limit_is_kept_as_its_start_and_end_and_the_next_l
     assert isinstance(oversized, OversizedLine)
     assert oversized.head == line[:128] and oversized.tail == line[-4096:] and oversized.size == len(line)
     assert await reader.next_line() == b'{"next": 1}'
-    salvaged = salvage(oversized, max_line_bytes=128, max_result_bytes=1000)
+    salvaged = salvage(oversized, max_result_bytes=1000)
     assert salvaged is not None and salvaged.message.id == 7
-    result = salvaged.message.result
-    assert result["isError"] is True
-    assert "over the 128 bytes limit on one message (max_line_bytes)" in result["content"][0]["text"]
-    assert result["content"][1]["text"] == "x" * (128 - len(b'{"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "'))
+    # Marked as an error while it passes the SDK; unwrapped, it is the success the upstream sent.
+    assert salvaged.message.result["isError"] is True
+    unwrapped = unwrap_salvaged(types.CallToolResult.model_validate(salvaged.message.result))
+    assert unwrapped is not None and unwrapped.wire_bytes == len(line)
+    assert unwrapped.result.is_error is False and unwrapped.result.meta is None
+    opening = "x" * (128 - len(b'{"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "'))
+    assert [block.text for block in unwrapped.result.content] == [opening]
+    shown = bound_result(unwrapped.result, 1000, server="s", tool="t", wire_bytes=unwrapped.wire_bytes)
+    assert shown.content[0].text == opening and not shown.is_error
+    assert f"was {len(line)} bytes, over the 1000 bytes limit (max_result_bytes)" in shown.content[-1].text
+
+
+def test_an_oversized_line_keeps_the_upstreams_own_error_mark_not_one_quoted_in_its_text() -> None:
+    def salvaged_is_error(ending: bytes) -> bool:
+        line = b'{"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "\\"isError\\": true ' + b"y" * 300 + ending
+        salvaged = salvage(OversizedLine(line[:128], line[-4096:], len(line)), max_result_bytes=1000)
+        assert salvaged is not None
+        unwrapped = unwrap_salvaged(types.CallToolResult.model_validate(salvaged.message.result))
+        assert unwrapped is not None
+        return unwrapped.result.is_error
+
+    assert salvaged_is_error(b'"}], "isError": true}}') is True
+    assert salvaged_is_error(b'"}]}}') is False
 
 
 class _Chunks:

@@ -283,12 +283,14 @@ def open_gateway(config: AppConfig, specs: Sequence[ServerSpec], *, hooks: Gatew
     )
 
 
-def catalog_indexer(config: AppConfig, hooks: GatewayHooks) -> CatalogIndexer:
-    """What `open_gateway(config, specs, hooks=hooks)` would screen, enrich and index with, without
-    its upstreams (nor the MCP SDK): for a catalog listed before (`toolscout.commands._seen`)."""
+def catalog_indexer(config: AppConfig, hooks: GatewayHooks, specs: Sequence[ServerSpec] = ()) -> CatalogIndexer:
+    """What `open_gateway(config, specs, hooks=hooks)` would screen, override, enrich and index
+    with, without its upstreams (nor the MCP SDK): for a catalog listed before
+    (`toolscout.commands._seen`)."""
     from toolscout.gateway import CatalogIndexer
+    from toolscout.gateway.overrides import overrides_of
 
-    return CatalogIndexer(search_engine(config), screens=hooks.screens, enrich=hooks.sources)
+    return CatalogIndexer(search_engine(config), screens=hooks.screens, enrich=hooks.sources, overrides=overrides_of(specs))
 
 
 def remember(gateway: Gateway, config: AppConfig, specs: Sequence[ServerSpec]) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DEFINITION_FIELDS", "LEGACY_FIELDS", "Catalog", "ToolRecord", "fingerprint_of"]
+__all__ = ["DEFINITION_FIELDS", "LEGACY_FIELDS", "Catalog", "ToolOverride", "ToolRecord", "fingerprint_of"]
 
 # Everything of a tool definition that reaches a model (search results show the title and the output
 # schema too), so a change to any of it changes the fingerprint and is caught by pinning.
@@ -21,6 +21,23 @@ DEFINITION_FIELDS = ("name", "title", "description", "input_schema", "output_sch
 # What fingerprints covered before title and output schema were added: pin files written then hold
 # fingerprints of this composition, and toolscout.security.pinning upgrades them in place.
 LEGACY_FIELDS = ("name", "description", "input_schema", "annotations")
+
+
+@dataclass(frozen=True)
+class ToolOverride:
+    """How the operator reshapes one upstream tool (a registry entry's "overrides"): agents see the
+    new name, description and schema; calls reach the upstream under its own name, with `fixed`
+    added. Arguments in `hide` or `fixed` are not shown, and a call that passes one is refused."""
+
+    name: str | None = None
+    description: str | None = None
+    hide: tuple[str, ...] = ()
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def withheld_arguments(self) -> frozenset[str]:
+        """The arguments agents neither see nor may pass."""
+        return frozenset(self.hide) | frozenset(self.fixed)
 
 
 @dataclass(frozen=True)
@@ -40,6 +57,14 @@ class ToolRecord:
     task_support: str | None = None
     # User-language phrases, synonyms and example requests attached to the tool (overlays, learning).
     expansion: tuple[str, ...] = ()
+    # The operator's reshaping of it (`ToolOverride`) and the upstream's own name, when overridden.
+    override: ToolOverride | None = None
+    upstream_name: str | None = None
+
+    @property
+    def call_name(self) -> str:
+        """The name the upstream knows this tool by: what a call sends."""
+        return self.upstream_name or self.name
 
     @property
     def display_title(self) -> str:

@@ -3,14 +3,18 @@ results of toolscout's meta-tools."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+from mcp import Client
 from support.registries import UPSTREAMS
 
+from toolscout.app import App
 from toolscout.catalog import Catalog
 from toolscout.gateway import Gateway
 
@@ -38,6 +42,21 @@ def scripted(tmp_path: Path, label: str, tools: list[dict[str, Any]], instructio
 def ids(result: Any) -> list[str]:
     assert not result.is_error, result.content
     return [tool["id"] for tool in result.structured_content["tools"]]
+
+
+def found(result: Any) -> dict[str, dict]:
+    """The tools a search_tools result shows, by id."""
+    assert not result.is_error, result.content
+    return {tool["id"]: tool for tool in result.structured_content["tools"]}
+
+
+@contextlib.asynccontextmanager
+async def app_client(app: App) -> AsyncIterator[tuple[Gateway, Client]]:
+    """`app` serving, its upstreams ready, with an in-memory MCP client (handshake era) on it."""
+    async with app:
+        await app.gateway.ready(20)
+        async with Client(app.server, mode="legacy") as client:
+            yield app.gateway, client
 
 
 def echoed(result: Any) -> dict[str, Any]:

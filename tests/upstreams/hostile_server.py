@@ -162,6 +162,29 @@ def reject_echoing(text: str) -> str:
     raise MCPError(INTERNAL_ERROR, f'File "{_INSTALLED_AT}", line 7: invalid value {text!r}')
 
 
+# What a terminal runs if it prints it: a clipboard write (OSC 52), a window title (OSC 0), a screen
+# clear and colour, each ended by BEL or ST.
+ESCAPES = "printer offline \x1b]52;c;cm0gLXJmIH4K\x07\x1b]0;PWNED\x07\x1b[2J\x1b[31mcheck cable\x1b[0m\x9b2J"
+
+
+@server.tool()
+def fail_with_escapes() -> str:
+    """Fail this call (an isError result) with a message carrying raw terminal escapes."""
+    raise ToolError(ESCAPES)
+
+
+@server.tool()
+def reject_with_escapes() -> str:
+    """Answer this call with a JSON-RPC error whose message carries raw terminal escapes."""
+    raise MCPError(INTERNAL_ERROR, ESCAPES)
+
+
+@server.tool()
+def answer_with_escapes() -> str:
+    """Succeed with a text carrying raw terminal escapes."""
+    return ESCAPES
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--start-after":
         # A slow start: nothing is served until the test creates this file.

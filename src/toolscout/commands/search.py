@@ -88,7 +88,7 @@ async def _search(args: argparse.Namespace, options: AppConfig, specs: list, hoo
     seen = cached("search", args.refresh, options, specs, quiet=bool(args.quiet))
     if seen is not None:
         statuses = screened_statuses(seen.statuses, hooks.summary_screen)  # as a gateway shows them
-        indexer = catalog_indexer(options, hooks)
+        indexer = catalog_indexer(options, hooks, specs)
         await index_seen(indexer, seen)  # no upstream starts, and the MCP SDK is not imported
         engine, catalog = indexer.engine, indexer.catalog
     else:

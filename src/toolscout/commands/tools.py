@@ -169,7 +169,7 @@ async def _collect(args: argparse.Namespace, options: AppConfig, specs: list, ho
 
     seen = cached("tools", args.refresh, options, specs, quiet=bool(args.quiet))
     if seen is not None:
-        indexer = catalog_indexer(options, hooks)
+        indexer = catalog_indexer(options, hooks, specs)
         await indexer.update(seen.catalog)  # screens them (what is withheld is counted); no upstream starts
         return _rows(args, screened_statuses(seen.statuses, hooks.summary_screen), indexer.catalog, seen.catalog)
     # One attempt per upstream: this is a snapshot, not a supervisor.

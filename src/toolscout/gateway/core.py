@@ -17,6 +17,7 @@ import anyio.to_thread
 
 from toolscout.catalog import Catalog, ToolRecord
 from toolscout.gateway.indexing import CatalogEnricher, CatalogIndexer, ProgressLog, SummaryScreen, ToolScreen
+from toolscout.gateway.overrides import overrides_of, upstream_arguments
 from toolscout.naming import id_server
 from toolscout.registry.spec import ServerSpec
 from toolscout.search import SearchEngine, SearchResponse
@@ -88,7 +89,7 @@ class Gateway:
 
         self.options = options
         self.engine = engine
-        self._indexer = CatalogIndexer(engine, screens=screens, enrich=enrich)
+        self._indexer = CatalogIndexer(engine, screens=screens, enrich=enrich, overrides=overrides_of(specs))
         self._summary_screen = summary_screen
         # Only the gateway (and toolscout.upstream) touches the pool; the server and the commands use
         # the accessors below.
@@ -198,6 +199,7 @@ class Gateway:
 
     async def reconfigure(self, specs: Sequence[ServerSpec]) -> list[str]:
         """Follow a changed registry (`UpstreamPool.reconfigure`); the catalog follows as usual."""
+        self._indexer.overrides = overrides_of(specs)
         affected = await self._pool.reconfigure(specs)
         if affected:
             logger.info("registry changed: restarting %s", ", ".join(sorted(affected)))
@@ -321,7 +323,7 @@ class Gateway:
         """Call `tool` on its upstream; "input required" only for a client that cannot be asked
         back (`toolscout.upstream.session.InputRound`). `caller`: the client whose call it is,
         where the upstream's questions during it go."""
-        return await self._pool.call(tool, arguments, progress, round_, caller=caller)
+        return await self._pool.call(tool, upstream_arguments(tool, arguments), progress, round_, caller=caller)
 
     async def read_resource(
         self, uri: str, round_: InputRound | None = None, *, allows: ServerFilter | None = None,

@@ -1,5 +1,5 @@
-"""Screening, enriching and indexing a catalog into a search engine: what a gateway does at each
-change (`CatalogIndexer`). It starts nothing, so `toolscout search` and `tools` over a cached
+"""Screening, overriding, enriching and indexing a catalog into a search engine: what a gateway
+does at each change (`CatalogIndexer`). It starts nothing, so `toolscout search` and `tools` over a cached
 catalog use one alone, with no upstream; the types of its screens and enricher are drawn here.
 """
 
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 
 from toolscout.catalog import Catalog, ToolRecord
+from toolscout.gateway.overrides import Overrides, overridden
 from toolscout.search import SearchEngine
 from toolscout.wording import plural
 
@@ -75,17 +76,22 @@ class CatalogIndexer:
         *,
         screens: Sequence[ToolScreen] = (),
         enrich: CatalogEnricher | None = None,
+        overrides: Overrides | None = None,
     ) -> None:
         self.engine = engine
         self._screens = tuple(screens)
+        # The operator's overrides by server (`toolscout.gateway.overrides`), replaced when the
+        # registry changes; applied to what the screens let through.
+        self.overrides: Overrides = overrides or {}
         self._enrich = enrich
         self._indexed_key: tuple[object, ...] | None = None
         # The catalog the engine searches: screened and enriched.
         self.catalog = Catalog()
 
     async def update(self, listed: Catalog) -> bool:
-        """Screen, enrich and index `listed` (in worker threads); False if nothing changed."""
-        catalog = await self._screened(listed)
+        """Screen, enrich and index `listed` (in worker threads); False if nothing changed. The
+        screens judge the upstreams' own definitions; agents see them as overridden."""
+        catalog = overridden(await self._screened(listed), self.overrides)
         examples: Sequence[Example] = ()
         if self._enrich is not None:
             tools, examples = await anyio.to_thread.run_sync(self._enrich, catalog.tools)

@@ -146,8 +146,9 @@ def translate_server_json(doc: object, where: str, *, from_url: bool = False) ->
             f"{where}: nothing toolscout can launch: it needs a package with stdio transport "
             "or a 'remotes' entry"
         )
-    # toolscout's own per-entry settings are accepted on server.json documents too.
-    for key in ("timeout", "disabled", "oauth"):
+    # toolscout's own per-entry settings are accepted on server.json documents too; overrides only
+    # in a file the operator wrote (`toolscout.registry.overrides`).
+    for key in ("timeout", "disabled", "oauth", *(() if from_url else ("overrides",))):
         if key in doc:
             entry[key] = doc[key]
     if from_url and isinstance(entry.get("oauth"), dict):

@@ -34,6 +34,7 @@ from toolscout.errors import ConfigError
 from toolscout.json_files import read_json_file
 from toolscout.registry.fetching import DEFAULT_FETCH_TIMEOUT, fetch_registry
 from toolscout.registry.formats import Entry, entries_from_document
+from toolscout.registry.overrides import OVERRIDES_SCHEMA, parse_overrides
 from toolscout.registry.sources import RegistryFile, RegistrySource, RegistryUrl, source_of, sources_of
 from toolscout.registry.spec import OAuthSettings, ServerSpec
 from toolscout.registry.urls import is_registry_url
@@ -68,6 +69,7 @@ _ENTRY_SCHEMA: dict[str, Any] = {
             },
             "additionalProperties": False,
         }]},
+        "overrides": OVERRIDES_SCHEMA,
     },
 }
 _ENTRY_VALIDATOR = jsonschema.Draft202012Validator(_ENTRY_SCHEMA)
@@ -231,6 +233,7 @@ def build_spec(name: str, entry: object, source: RegistrySource | Path | str) ->
         secrets=frozenset(s for s in expander.secrets if len(s) >= MIN_SECRET_LENGTH),
         error=error,
         oauth=oauth,
+        overrides=parse_overrides(entry.get("overrides"), where),
     )
 
 
@@ -295,6 +298,9 @@ def _describe(error: jsonschema.ValidationError) -> str:
         return f"'{location}' must be one of {choices} (got {got})"
     if error.validator == "minLength":
         return f"'{location}' must not be empty"
+    if location.startswith("overrides.") and error.validator in ("pattern", "additionalProperties", "minProperties"):
+        return (f"'{location}': {error.message}; an override takes 'name' (a tool name: letters, digits, "
+                "'_', '-', '.'), 'description', 'hide' (argument names) and 'fixed' ({argument: value})")
     return f"'{location}': {error.message}"
 
 

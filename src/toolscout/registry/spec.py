@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from toolscout.catalog import ToolOverride
+
 __all__ = ["OAuthSettings", "ServerSpec", "Transport"]
 
 Transport = Literal["stdio", "http", "sse"]
@@ -54,3 +56,5 @@ class ServerSpec:
     # OAuth 2.1 sign-in of a remote server; None: no OAuth (a stdio server, "oauth": false, or an
     # entry that sends its own Authorization header).
     oauth: OAuthSettings | None = None
+    # The operator's reshaping of some of its tools, by the upstream's own tool name ("overrides").
+    overrides: Mapping[str, ToolOverride] = field(default_factory=dict)

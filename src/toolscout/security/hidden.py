@@ -17,6 +17,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from toolscout.printable import BIDI_CONTROLS, ZERO_WIDTH, terminal_safe
+
 __all__ = [
     "Signal",
     "decode_tags",
@@ -29,16 +31,14 @@ __all__ = [
 
 # Unicode tag characters mirror ASCII (U+E0020..U+E007E); models read them, screens show nothing.
 _TAG_RANGE = (0xE0000, 0xE007F)
-_ZERO_WIDTH = "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e"
-_BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _TAG_RUN = re.compile("[\U000e0000-\U000e007f]+")
 # Variation selectors carry data when strung after one character ("emoji smuggling"); an honest
 # emoji takes at most one.
 _VARIATION_RUN = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{3,}")
-_ZW_RUN = re.compile(f"[{_ZERO_WIDTH}]{{2,}}")
+_ZW_RUN = re.compile(f"[{ZERO_WIDTH}]{{2,}}")
 # A zero-width character between two Latin letters splits a word so that filters miss it;
 # Persian and emoji use ZWNJ/ZWJ between non-Latin characters, which stays unflagged.
-_ZW_IN_LATIN = re.compile(f"(?<=[A-Za-z])[{_ZERO_WIDTH}](?=[A-Za-z])")
+_ZW_IN_LATIN = re.compile(f"(?<=[A-Za-z])[{ZERO_WIDTH}](?=[A-Za-z])")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|\x9b[0-9;?]*[@-~]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # Enough blank space that the rest scrolls out of a confirmation dialog or tooltip.
@@ -117,7 +117,7 @@ def hidden_signals(text: str) -> list[Signal]:
     if span is None and len(interleaved) >= 3:
         span = _first_span(_ZW_IN_LATIN, text)
     add("zero-width", "run of zero-width characters", span)
-    add("bidi-control", "bidirectional override characters", _first_span(re.compile(f"[{_BIDI}]"), text))
+    add("bidi-control", "bidirectional override characters", _first_span(re.compile(f"[{BIDI_CONTROLS}]"), text))
     add("variation-selectors", "run of variation selectors carrying hidden data", _first_span(_VARIATION_RUN, text))
     add("ansi-escape", "terminal escape sequence", _first_span(_ANSI, text))
     if not any(s.kind == "ansi-escape" for s in signals):
@@ -156,7 +156,7 @@ def visible_form(text: str) -> str:
     """`text` as phrase rules read it: escapes and invisible characters gone, look-alikes folded."""
     text = _ANSI.sub(" ", text)
     text = _TAG_RUN.sub("", text)
-    text = _VARIATION_RUN.sub("", re.sub(f"[{_ZERO_WIDTH}{_BIDI}\u200e\u200f\u00ad]", "", text))
+    text = _VARIATION_RUN.sub("", re.sub(f"[{ZERO_WIDTH}{BIDI_CONTROLS}\u200e\u200f\u00ad]", "", text))
     text = unicodedata.normalize("NFKC", text)
     # Fold look-alikes only inside words that mix them with Latin letters (the evasion trick);
     # words written wholly in Cyrillic or Greek stay as they are, so rules in those languages match.
@@ -176,23 +176,9 @@ def printable_excerpt(text: str, start: int, end: int, context: int = 60) -> str
     for char in piece:
         if char in "\n\t":
             shown.append(" ")
-        elif char in _ZERO_WIDTH or char in _BIDI or not char.isprintable():
+        elif char in ZERO_WIDTH or char in BIDI_CONTROLS or not char.isprintable():
             shown.append(f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}")
         else:
             shown.append(char)
     excerpt = re.sub(r" {3,}", " ... ", "".join(shown)).strip()
     return ("..." if lo > 0 else "") + excerpt + ("..." if hi < len(text) else "")
-
-
-def terminal_safe(text: str) -> str:
-    """`text` for a person's terminal: newlines kept, every escape or invisible character shown
-    as a code, so a definition can neither hide text from the reviewer nor drive the terminal."""
-    shown = []
-    for char in text:
-        if char == "\n" or (char.isprintable() and char not in _ZERO_WIDTH and char not in _BIDI):
-            shown.append(char)
-        elif char == "\t":
-            shown.append("    ")
-        else:
-            shown.append(f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}")
-    return "".join(shown)

@@ -10,8 +10,9 @@
   the answer is 401.
 - One client starving the others: each session belongs to the client that opened it (another
   client's requests on it are answered as if it did not exist), a client holds at most
-  `SessionLimits.per_client` sessions (a new one closes its longest idle one; with none idle it is
-  refused with 429, to that client only), and a session idle for `SessionLimits.idle_timeout` is
+  `SessionLimits.per_client` sessions (a new one closes its longest idle one, or else the least
+  recently used one holding only a GET stream; with a POST in flight on every one it is refused
+  with 429, to that client only), and a session idle for `SessionLimits.idle_timeout` is
   closed. Session ids are never logged.
 
 Beside /mcp it answers /healthz, /readyz and /metrics (`toolscout.serving.operations`), the
@@ -172,16 +173,23 @@ class BearerAuth:
 
 
 class SessionCap:
-    """ASGI middleware: a client holding `limit` open sessions that opens another has its least
-    recently used idle session closed to make room (as the idle timeout would close it); only when
-    every one of its sessions has a request in flight (an open GET stream included) is the new one
-    refused (429). Either way every other client still opens theirs.
+    """ASGI middleware: a client holding `limit` open sessions that opens another has one of them
+    closed to make room (as the idle timeout would close it): the one idle the longest, or, with none
+    idle, the least recently used one whose only request in flight is its GET stream. Only when every
+    one of its sessions has a POST in flight is the new one refused (429). Either way every other
+    client still opens theirs.
 
     Why closing rather than refusing: refusing lets a client lock itself out with sessions it
     forgot, and without tokens (every caller is one anonymous client) lets one local process lock
-    everyone out with idle sessions. Closing the oldest idle one costs its owner only a new
-    session (its next request gets 404 Session not found, which MCP clients answer by opening one),
-    and nobody can hold sessions off without keeping `limit` requests in flight at once.
+    everyone out with idle sessions. Closing one costs its owner only a new session (its next
+    request gets 404 Session not found, which MCP clients answer by opening one).
+
+    Why a GET stream alone does not hold a session: it costs its holder nothing to keep open, so a
+    process holding `limit` of them would otherwise lock every other tokenless client out for as
+    long as it likes (the idle timeout never fires while one is open). A GET stream is only the
+    server's channel to an otherwise quiet client, and the least recently used one goes first, so
+    a client in use keeps its session. Nobody can hold sessions off without keeping `limit` POSTs
+    in flight at once.
 
     Requests that open no session (protocol 2026-07-28 and later, answered without one) never
     count against the cap and are never refused by it."""
@@ -190,41 +198,64 @@ class SessionCap:
         self.app = app
         self._manager = manager
         self._limit = limit
+        # When each session last had a request (monotonic), to choose among sessions holding only
+        # a GET stream; pruned to live sessions whenever one is opened.
+        self._last_used: dict[str, float] = {}
 
-    def _sessions_of(self, client: str | None) -> list[Any]:
+    def _sessions_of(self, client: str | None) -> dict[str, Any]:
         # The SDK keeps no count per owner; its two maps (session -> transport, session -> owner)
         # are read, never written.
         owners = self._manager._session_owners
-        return [
-            transport for session, transport in list(self._manager._server_instances.items())
+        return {
+            session: transport for session, transport in list(self._manager._server_instances.items())
             if (owners.get(session) or {}).get("client_id") == client
-        ]
+            and (transport.idle_scope is None or not transport.idle_scope.cancel_called)
+        }
 
     def open_sessions(self, client: str | None) -> int:
         return len(self._sessions_of(client))
 
-    def _close_oldest_idle(self, sessions: list[Any]) -> bool:
-        """Close the least recently used of `sessions` that has no request in flight; False if none."""
-        idle = [
-            scope for transport in sessions
-            if (scope := transport.idle_scope) is not None and not scope.cancel_called
+    def _close_one(self, sessions: dict[str, Any]) -> str | None:
+        """Close the session of `sessions` whose owner misses it least; what it was doing, or None
+        when every one has a POST in flight."""
+        from mcp.server.streamable_http import GET_STREAM_KEY
+
+        idle, streaming = [], []
+        for session, transport in sessions.items():
+            scope = transport.idle_scope
+            if scope is None:
+                continue
+            in_flight = transport._requests_in_flight
             # The SDK sets the deadline when a session's last request ends (inf while one is served):
             # the earliest deadline is the session idle the longest.
-            and transport._requests_in_flight == 0 and math.isfinite(scope.deadline)
-        ]
-        if not idle:
-            return False
-        min(idle, key=lambda scope: scope.deadline).cancel()  # ends the session as its idle timeout would
-        return True
+            if in_flight == 0 and math.isfinite(scope.deadline):
+                idle.append((scope.deadline, scope))
+            elif in_flight == 1 and GET_STREAM_KEY in transport._request_streams:
+                streaming.append((self._last_used.get(session, 0.0), scope))
+        chosen, state = (idle, "idle") if idle else (streaming, "holding only a GET stream")
+        if not chosen:
+            return None
+        min(chosen, key=lambda pair: pair[0])[1].cancel()  # ends the session as its idle timeout would
+        return state
+
+    def _note_use(self, scope: Scope) -> None:
+        if scope["type"] != "http":
+            return
+        session = dict(scope.get("headers", ())).get(b"mcp-session-id", b"").decode("latin-1")
+        if session in self._manager._server_instances:  # never a made-up id: the map stays bounded
+            self._last_used[session] = anyio.current_time()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self._note_use(scope)
         if _opens_a_session(scope):
+            live = self._manager._server_instances
+            self._last_used = {session: at for session, at in self._last_used.items() if session in live}
             client = client_name(scope)
-            sessions = [t for t in self._sessions_of(client) if t.idle_scope is None or not t.idle_scope.cancel_called]
+            sessions = self._sessions_of(client)
             who = f"client '{client}'" if client else "this client"
-            if len(sessions) >= self._limit and self._close_oldest_idle(sessions):
-                logger.info("closed the longest idle session of %s to open a new one (the per-client limit is %d)",
-                            who, self._limit)
+            if len(sessions) >= self._limit and (state := self._close_one(sessions)):
+                logger.info("closed the least recently used %s session of %s to open a new one "
+                            "(the per-client limit is %d)", state, who, self._limit)
             elif len(sessions) >= self._limit:
                 logger.warning("refusing a new session: %s has %d sessions, all busy (the per-client limit)",
                                who, self._limit)

@@ -32,6 +32,7 @@ from toolscout.catalog import Catalog, ToolRecord
 from toolscout.errors import ToolCallError, UnknownToolError, UpstreamConfigurationError, UpstreamError
 from toolscout.gateway import Gateway
 from toolscout.naming import MAX_ID_LENGTH, qualified_forms
+from toolscout.printable import controls_shown
 from toolscout.serving.request_ids import HEADER as REQUEST_ID_HEADER
 from toolscout.serving.request_ids import serving_request
 from toolscout.serving import describe
@@ -61,7 +62,6 @@ from toolscout.serving.validation import (
     validate_arguments,
 )
 from toolscout.upstream.failures import unavailable
-from toolscout.upstream.oversized import OVERSIZED_NOTE
 from toolscout.upstream.session import ProgressFn
 
 __all__ = [
@@ -133,7 +133,8 @@ def _tool_name(arguments: dict[str, Any]) -> str:
     return name
 
 def _error(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+    # Error texts quote upstreams (their messages, their stderr): nothing that drives a terminal passes.
+    return types.CallToolResult(content=[types.TextContent(text=controls_shown(text))], is_error=True)
 
 
 # Told about every meta-tool call once it has its result: (request context, tool name, the
@@ -437,9 +438,6 @@ def _naming_server(tool: ToolRecord, result: types.CallToolResult) -> types.Call
     content = list(result.content)
     first = next((i for i, block in enumerate(content) if isinstance(block, types.TextContent)), None)
     origin = f"Upstream server '{tool.server}' answered '{tool.id}' with an error"
-    if first is not None and content[first].text.startswith(OVERSIZED_NOTE):
-        # Not the tool's error: its answer was too big to pass on whole (the note says what to do).
-        origin = f"Upstream server '{tool.server}' answered '{tool.id}' with a result too large to pass on whole"
     if first is None:
         content.insert(0, types.TextContent(text=origin + "."))
     else:

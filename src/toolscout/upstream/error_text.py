@@ -3,14 +3,17 @@
 An upstream may echo a whole argument (a megabyte) in a validation error, or a traceback full of
 this machine's paths (its package cache, the user's home). The agent needs what went wrong, not
 that: the text is capped at a few KB with a note saying it was cut, the paths into installed
-packages and caches are shortened to the part that names the package, and the home directory is
-written as `~`.
+packages and caches are shortened to the part that names the package, the home directory is
+written as `~`, and terminal escapes (an OSC 52 clipboard write, a window title, a screen clear)
+are shown as codes, never passed on raw to a host that may print the error.
 """
 
 from __future__ import annotations
 
 import os
 import re
+
+from toolscout.printable import controls_shown
 
 __all__ = ["MAX_ERROR_CHARS", "shortened_paths", "upstream_error_text"]
 
@@ -40,8 +43,9 @@ def shortened_paths(text: str) -> str:
 
 
 def upstream_error_text(text: str, max_chars: int = MAX_ERROR_CHARS) -> str:
-    """An upstream's error text as the agent gets it: paths shortened, at most `max_chars` (+ a note)."""
-    text = shortened_paths(text)
+    """An upstream's error text as the agent gets it: paths shortened, escapes shown as codes, at
+    most `max_chars` (+ a note)."""
+    text = controls_shown(shortened_paths(text))
     if len(text) <= max_chars:
         return text
     return (

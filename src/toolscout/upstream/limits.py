@@ -93,12 +93,15 @@ def _fit(
     return kept, cuts, budget
 
 
-def bound_result(result: types.CallToolResult, max_bytes: int, *, server: str, tool: str) -> types.CallToolResult:
+def bound_result(
+    result: types.CallToolResult, max_bytes: int, *, server: str, tool: str, wire_bytes: int | None = None
+) -> types.CallToolResult:
     """`result` unchanged if it fits in `max_bytes`; otherwise cut to fit, with a note saying what went.
 
     Blocks are kept in order while they fit; the first text block that does not fit is cut; other
     blocks that do not fit (images, audio, resources) and structured content that does not fit are
-    left out. `isError` is kept as it was.
+    left out. `isError` is kept as it was. `wire_bytes`: `result` is only the opening of a message
+    of that size, too long to read whole (`oversized.py`); the note says the rest went.
     """
     import mcp_types as types  # with the SDK, which only a gateway making calls has imported
 
@@ -106,7 +109,7 @@ def bound_result(result: types.CallToolResult, max_bytes: int, *, server: str, t
     structured = result.structured_content
     structured_bytes = _json_bytes(structured) if structured is not None else 0
     total = sum(sizes) + structured_bytes
-    if total <= max_bytes:
+    if total <= max_bytes and wire_bytes is None:
         return result
 
     def cut(block: types.ContentBlock, budget: int, size: int) -> tuple[types.ContentBlock, str] | None:
@@ -120,6 +123,10 @@ def bound_result(result: types.CallToolResult, max_bytes: int, *, server: str, t
     if structured is not None and structured_bytes > budget:
         cuts.append(f"the structured content ({human_size(structured_bytes)}) left out")
         structured = None
+    if wire_bytes is not None:
+        total = wire_bytes
+        cuts.append(f"only the opening{' of its first text block' if content else ''} was kept; the rest "
+                    "(other blocks and structured content included) left out")
     note = (
         f"[toolscout: the result of '{tool}' from upstream '{server}' was {human_size(total)}, over the "
         f"{human_size(max_bytes)} limit (max_result_bytes), so it was shortened: {'; '.join(cuts)}. "

@@ -2,9 +2,16 @@
 
 A stdout line over `max_line_bytes` is not buffered: the reader keeps its first bytes and its last
 few, and skips the rest (`LineReader`). If that line is the response to a call, the call still
-gets an answer, cut like any oversized result (a note saying what went, and its opening text;
-marked as an error, since the rest, structured content included, is lost), and the session goes on: the other calls in flight on the upstream are not failed, nor is it restarted.
-A line whose request id cannot be found (or that is not a response) is dropped with a warning.
+gets an answer, cut like any result over the result limit (`limits.bound_result`): its opening
+text, a note saying what went, and the upstream's own `isError` (a successful result stays a
+success); and the session goes on: the other calls in flight on the upstream are not failed, nor
+is it restarted. A line whose request id cannot be found (or that is not a response) is dropped
+with a warning.
+
+Why in two steps: the response passes through the SDK's client session, which refuses a success
+without the structured content a tool's output schema promises, and that content was in the part
+skipped. So `salvage` hands it on marked as an error carrying its true size and `isError` in its
+`_meta`, and `unwrap_salvaged` turns it back into what the upstream answered, once the SDK is past.
 
 The id is looked for where serializers put it: before `"result"` at the start of the line, or as
 the last key at its end. The text is the opening of the first text block, decoded as far as it is
@@ -20,17 +27,18 @@ from dataclasses import dataclass
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
-from toolscout.upstream.limits import human_size
 
-__all__ = ["OVERSIZED_NOTE", "OversizedLine", "salvage"]
+__all__ = ["OversizedLine", "Salvaged", "salvage", "unwrap_salvaged"]
 
-# How the note of a result cut for the line limit begins (an error result, but not the tool's error).
-OVERSIZED_NOTE = "[toolscout: this result was "
+# Where a salvaged response carries what the SDK must not see until it is past (its own namespace).
+_MARK = "io.toolscout/oversized-line"
 
 _ID = r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,256}")'
 _ID_FIRST = re.compile(_ID)
 _ID_LAST = re.compile(_ID + r"\s*\}\s*$")
 _FIRST_TEXT = re.compile(r'"content"\s*:\s*\[\s*\{[^{}]*?"text"\s*:\s*"')
+# An escaped quote inside a text reads \"isError\": only a key of the message matches.
+_IS_ERROR = re.compile(r'(?<!\\)"isError"\s*:\s*true')
 
 
 @dataclass(frozen=True)
@@ -74,26 +82,39 @@ def _opening_text(head: bytes, max_bytes: int) -> str:
     return decoded.encode("utf-8")[:max_bytes].decode("utf-8", errors="ignore")
 
 
-def salvage(line: OversizedLine, *, max_line_bytes: int, max_result_bytes: int) -> SessionMessage | None:
-    """A response for the call `line` answered, cut to `max_result_bytes`; None if it is not one."""
+def salvage(line: OversizedLine, *, max_result_bytes: int) -> SessionMessage | None:
+    """A response for the call `line` answered, with its opening text (at most `max_result_bytes`),
+    marked for `unwrap_salvaged`; None if it is not one."""
     if b'"result"' not in line.head and b'"result"' not in line.tail:
         return None
     request_id = _request_id(line)
     if request_id is None:
         return None
-    note = (
-        f"{OVERSIZED_NOTE}{human_size(line.size)} on the wire, over the {human_size(max_line_bytes)} "
-        "limit on one message (max_line_bytes), so only its opening text is shown and the rest (other blocks, "
-        "structured content) was left out. To see the rest, ask the tool for less at a time (a narrower query, "
-        "a page, a range).]"
+    text = _opening_text(line.head, max_result_bytes)
+    is_error = any(_IS_ERROR.search(part.decode("utf-8", errors="ignore")) for part in (line.head, line.tail))
+    result = types.CallToolResult(
+        content=[types.TextContent(text=text)] if text else [], is_error=True,
+        meta={_MARK: {"bytes": line.size, "isError": is_error}},
     )
-    text = _opening_text(line.head, max(0, max_result_bytes - len(note.encode()) - 64))
-    # An error result: what the tool answered cannot be checked against its output schema (the
-    # MCP client refuses a result without its structured content), and the agent must not take
-    # the opening for the whole.
-    content = [types.TextContent(text=note), *([types.TextContent(text=text)] if text else [])]
-    result = types.CallToolResult(content=content, is_error=True)
     response = types.JSONRPCResponse(
         jsonrpc="2.0", id=request_id, result=result.model_dump(by_alias=True, exclude_none=True, mode="json")
     )
     return SessionMessage(response)
+
+
+@dataclass(frozen=True)
+class Salvaged:
+    """A result read only in part: what was kept, as the upstream marked it, and its size on the wire."""
+
+    result: types.CallToolResult
+    wire_bytes: int
+
+
+def unwrap_salvaged(result: types.CallToolResult) -> Salvaged | None:
+    """The result `salvage` made, with the upstream's own `isError` back; None for any other."""
+    mark = (result.meta or {}).get(_MARK)
+    if not isinstance(mark, dict) or not isinstance(mark.get("bytes"), int):
+        return None
+    meta = {key: value for key, value in (result.meta or {}).items() if key != _MARK} or None
+    restored = result.model_copy(update={"is_error": mark.get("isError") is True, "meta": meta})
+    return Salvaged(restored, mark["bytes"])

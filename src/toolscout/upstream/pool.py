@@ -287,4 +287,4 @@ class UpstreamPool:
         upstream = self.upstreams.get(tool.server)
         if upstream is None:
             raise UpstreamError(tool.server, "is not configured", transient=False)
-        return await upstream.session.call(tool.name, arguments, progress, round_, caller=caller)
+        return await upstream.session.call(tool.call_name, arguments, progress, round_, caller=caller)

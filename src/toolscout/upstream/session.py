@@ -34,10 +34,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from toolscout.errors import UpstreamError
+from toolscout.printable import controls_shown
 from toolscout.secrets import Redaction
 from toolscout.upstream.tasks import TASKS_EXTENSION, needs_tasks
 from toolscout.upstream.error_text import upstream_error_text
 from toolscout.upstream.limits import Limits, bound_read, bound_result
+from toolscout.upstream.oversized import unwrap_salvaged
 from toolscout.upstream.listing import Subscriptions
 
 __all__ = ["Caller", "Connection", "InputRound", "NoticeFn", "ProgressFn", "UpstreamSession"]
@@ -377,16 +379,16 @@ class UpstreamSession:
         )
 
     def _bounded(self, tool: str, result: types.CallToolResult) -> types.CallToolResult:
-        """Cut an oversized result (its secrets already hidden, `request`) to the limit. An error's
-        text is read by the agent as a message: paths shortened, capped as well."""
+        """Cut an oversized result (its secrets already hidden, `request`) to the limit, one read only
+        in part (`oversized.py`) alike. An error's text is read by the agent as a message: paths
+        shortened, capped as well. No text reaches the agent with what drives a terminal."""
+        salvaged = unwrap_salvaged(result)
+        result = salvaged.result if salvaged is not None else result
         if result.is_error:
-            content = [
-                block.model_copy(update={"text": upstream_error_text(block.text)})
-                if isinstance(block, types.TextContent) else block
-                for block in result.content
-            ]
-            result = result.model_copy(update={"content": content})
-        return bound_result(result, self.limits.max_result_bytes, server=self.name, tool=tool)
+            result = _texts_changed(result, upstream_error_text)
+        result = bound_result(result, self.limits.max_result_bytes, server=self.name, tool=tool,
+                              wire_bytes=salvaged.wire_bytes if salvaged is not None else None)
+        return _texts_changed(result, controls_shown)
 
     # --- a call that timed out: slow, or wedged? -------------------------------------------------
 
@@ -457,3 +459,12 @@ class UpstreamSession:
         )
         logger.warning("upstream '%s' wanted to %s, but %s", self.name, what, why)
         return types.ErrorData(code=types.INVALID_REQUEST, message=f"toolscout cannot {what}: {why}")
+
+
+def _texts_changed(result: types.CallToolResult, change: Callable[[str], str]) -> types.CallToolResult:
+    """`result` with `change` applied to the text of each of its text blocks."""
+    content = [
+        block.model_copy(update={"text": change(block.text)}) if isinstance(block, types.TextContent) else block
+        for block in result.content
+    ]
+    return result.model_copy(update={"content": content})

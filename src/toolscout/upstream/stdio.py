@@ -215,7 +215,7 @@ class _Pipes:
             self.reader_done.set()
 
     async def _pass_oversized(self, line: OversizedLine) -> None:
-        salvaged = salvage(line, max_line_bytes=self.max_line_bytes, max_result_bytes=self.max_result_bytes)
+        salvaged = salvage(line, max_result_bytes=self.max_result_bytes)
         if salvaged is None:
             logger.warning("an upstream wrote a message of %s on stdout, over the %s limit "
                            "(max_line_bytes), that answers no call; dropped it",
