@@ -101,7 +101,11 @@ def instructions(statuses: Sequence[UpstreamStatus], catalog: Catalog) -> str:
     else:
         text += "\n\nNo upstream server is connected yet; servers that come up later join the search."
     starting = _not_up(statuses, State.STARTING)
-    if starting:
+    listed_before = [name for name in starting if name in {tool.server for tool in catalog.tools}]
+    if listed_before:
+        text += (f"\n\nStill starting, searchable in the tools they listed last time: {', '.join(listed_before)}; "
+                 "execute_tool waits for their start.")
+    if starting := [name for name in starting if name not in listed_before]:
         text += f"\n\nStill starting: {', '.join(starting)}; their tools join the search when ready."
     down = _not_up(statuses, State.DOWN)
     if down:
