@@ -46,25 +46,30 @@ async def test_a_restart_answers_from_the_stored_catalog_before_the_slow_upstrea
             assert await app.ready_to_serve()
     gate.unlink()
 
-    async with App(config) as app, Client(app.server, mode="legacy") as client:
+    async with App(config) as app:
         assert app.gateway.answers_from_store
         with anyio.fail_after(10):
             assert not await app.ready_to_serve()  # it does not wait for the slow upstream
-            answer = await search(client, "take a short nap")
-        assert app.gateway.status_of("sleepy").state is State.STARTING  # its gate is still closed
-        nap = next(entry for entry in answer["tools"] if entry["upstream_name"] == "take_nap")
-        assert nap["server"] == "sleepy" and nap["server_state"] == "starting"
-        assert "Still starting, searched in the tools they listed last time: sleepy" in answer["notice"]
-        assert all("server_state" not in entry for entry in answer["tools"] if entry["server"] == "weather")
+        async with Client(app.server, mode="legacy") as client:
+            with anyio.fail_after(10):
+                answer = await search(client, "take a short nap")
+            assert app.gateway.status_of("sleepy").state is State.STARTING  # its gate is still closed
+            # Described as it was when it was last up, and marked as starting.
+            assert "- sleepy (2 tools, starting): Sets alarms and naps" in (client.instructions or "")
+            assert "sleepy (2 tools, starting): Sets alarms and naps" in answer["servers"]
+            nap = next(entry for entry in answer["tools"] if entry["upstream_name"] == "take_nap")
+            assert nap["server"] == "sleepy" and nap["server_state"] == "starting"
+            assert "Still starting, searched in the tools they listed last time: sleepy" in answer["notice"]
+            assert all("server_state" not in entry for entry in answer["tools"] if entry["server"] == "weather")
 
-        gate.touch()
-        with anyio.fail_after(40):
-            called = await client.call_tool("execute_tool", {"name": nap["name"], "arguments": {"minutes": 5}})
-        assert not called.is_error, text_of(called)
-        assert "napped 5 min" in text_of(called)
-        with anyio.fail_after(10):
-            answer = await search(client, "take a short nap")
-        assert all("server_state" not in entry for entry in answer["tools"])
+            gate.touch()
+            with anyio.fail_after(40):
+                called = await client.call_tool("execute_tool", {"name": nap["name"], "arguments": {"minutes": 5}})
+            assert not called.is_error, text_of(called)
+            assert "napped 5 min" in text_of(called)
+            with anyio.fail_after(10):
+                answer = await search(client, "take a short nap")
+            assert all("server_state" not in entry for entry in answer["tools"])
 
 
 async def test_a_first_start_answers_from_the_upstreams_listed_so_far_and_names_the_one_still_starting(

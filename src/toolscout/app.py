@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from toolscout.serving.scoped import ProfileChooser
     from toolscout.serving.shutdown import Shutdown
     from toolscout.state.replicas import ReplicaBoard
+    from toolscout.upstream.catalog_cache import SeenCatalog
 
 __all__ = [
     "App",
@@ -269,7 +270,7 @@ def search_engine(config: AppConfig) -> ToolSearch:
 
 
 def open_gateway(
-    config: AppConfig, specs: Sequence[ServerSpec], *, hooks: GatewayHooks | None = None, stored: Catalog | None = None
+    config: AppConfig, specs: Sequence[ServerSpec], *, hooks: GatewayHooks | None = None, stored: SeenCatalog | None = None
 ) -> Gateway:
     """A gateway over `specs`; without `hooks` it screens nothing and learns nothing; `stored`:
     the catalog last seen, searched for the upstreams still starting."""
@@ -379,8 +380,7 @@ class App:
         learning_options = config.learning or LearningOptions()
         # What the last gateway over these registries saw answers searches while the upstreams start.
         seen = await anyio.to_thread.run_sync(lambda: load_catalog(config.registry_sources(), specs, state=state_location(config)))
-        stored = seen.catalog if seen is not None else None
-        self._gateway = gateway = await stack.enter_async_context(open_gateway(config, specs, hooks=hooks, stored=stored))
+        self._gateway = gateway = await stack.enter_async_context(open_gateway(config, specs, hooks=hooks, stored=seen))
         # So that `toolscout search` and `toolscout tools` answer from what this gateway sees.
         gateway.add_listener(keep_current(gateway, config, specs))
         tracker = UsageTracker(sources.usage, enabled=learning_options.record) if sources else None

@@ -28,6 +28,7 @@ from toolscout.upstream.defaults import (
     DEFAULT_START_TIMEOUT,
     STABLE_UPTIME,
 )
+from toolscout.upstream.catalog_cache import SeenCatalog
 from toolscout.upstream.limits import Limits
 from toolscout.upstream.status import State, UpstreamStatus
 
@@ -81,10 +82,10 @@ class Gateway:
         screens: Sequence[ToolScreen] = (),
         enrich: CatalogEnricher | None = None,
         summary_screen: SummaryScreen | None = None,
-        stored: Catalog | None = None,
+        stored: SeenCatalog | None = None,
     ) -> None:
-        """`stored`: the catalog a gateway over the same registries last saw, searched for the
-        upstreams still starting (`toolscout.gateway.last_listed`); None: only what comes up."""
+        """`stored`: what a gateway over the same registries last saw, searched for the upstreams
+        still starting (`toolscout.gateway.last_listed`); None: only what comes up."""
         # The MCP SDK comes with the pool: imported here, by a gateway that may connect.
         from toolscout.oauth.provider import upstream_auth
         from toolscout.upstream.offerings import Offerings
@@ -225,7 +226,7 @@ class Gateway:
 
     def statuses(self, *, screened: bool = True) -> list[UpstreamStatus]:
         """Every upstream's status; `screened`: summaries the summary screen rejects are withheld."""
-        statuses = self._pool.statuses()
+        statuses = self._last_listed.described(self._pool.statuses())
         if not screened or self._summary_screen is None:
             return statuses
         shown = []
