@@ -125,8 +125,10 @@ def first_answers(toolscout: Path, scratch: Path, *, slow: bool = False, bundled
                 found.setdefault("any", now)
                 if "keyword" not in notice:
                     found.setdefault("semantic", now)
-            if "Still starting" not in notice:
-                found.setdefault("all_up", now)
+            if "Still starting" not in notice and "all_up" not in found:
+                found["all_up"] = now
+                # Which servers came up, and any that failed instead (they are not waited for).
+                print(f"  up: {len(result['servers'])} server line(s); notice: {notice or 'none'}", flush=True)
             if len(found) == 4:
                 return found
             time.sleep(_POLL)
