@@ -9,11 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import os
+
 import anyio
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from support.gateway_session import app_config, text_of
 from support.registries import python_server, write_registry
+from support.serve_process import serve_command
 from support.waiting import wait_until
 
 from toolscout.app import App
@@ -88,3 +91,27 @@ async def test_a_first_start_answers_from_the_upstreams_listed_so_far_and_names_
             answer = await search(client, "weather forecast for a city")
         assert answer["tools"] and {entry["server"] for entry in answer["tools"]} == {"weather"}
         assert "Still starting (their tools join the search when ready): sleepy." in answer["notice"]
+
+
+async def test_toolscout_serve_restarted_over_stdio_answers_before_the_slow_upstream_is_up(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    gate.touch()
+    command, *args = serve_command(registry_with_a_slow_upstream(tmp_path, gate))
+    # Like a desktop host: the SDK's minimal environment, plus the test's private state folders.
+    private = {key: os.environ[key] for key in ("TOOLSCOUT_STATE", "TOOLSCOUT_PINS", "TOOLSCOUT_DATA_DIR", "PYTHONPATH")
+               if key in os.environ}
+    params = StdioServerParameters(command=command, args=args, env=private)
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy") as client:  # the first run stores what it lists
+            assert "Still starting" not in ((await search(client, "take a short nap"))["notice"] or "")
+    gate.unlink()
+
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy") as client:
+            answer = await search(client, "take a short nap")
+            nap = next(entry for entry in answer["tools"] if entry["upstream_name"] == "take_nap")
+            assert nap["server_state"] == "starting"  # answered before the slow upstream was up
+            gate.touch()
+            called = await client.call_tool("execute_tool", {"name": nap["name"], "arguments": {"minutes": 5}})
+            assert "napped 5 min" in text_of(called)
+
