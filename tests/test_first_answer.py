@@ -75,6 +75,24 @@ async def test_a_restart_answers_from_the_stored_catalog_before_the_slow_upstrea
             assert all("server_state" not in entry for entry in answer["tools"])
 
 
+async def test_a_call_to_a_tool_of_a_start_that_fails_waits_no_longer_than_the_start_timeout(tmp_path: Path) -> None:
+    flag = tmp_path / "never-answer"
+    registry = write_registry(tmp_path / "servers.json", {"sleepy": python_server("sleepy_server.py", str(flag))})
+    config = app_config(registry, gateway=GatewayOptions(start_timeout=3, max_restarts=0))
+    async with App(config) as app:  # the first run lists its tools, and the catalog is stored
+        with anyio.fail_after(30):
+            assert await app.ready_to_serve()
+    flag.touch()  # from now on it never speaks MCP: its start times out
+
+    async with App(config) as app, Client(app.server, mode="legacy") as client:
+        with anyio.fail_after(20):
+            assert not await app.ready_to_serve()
+            called = await client.call_tool("execute_tool", {"name": "sleepy__take_nap", "arguments": {"minutes": 5}})
+    assert called.is_error
+    # Waited for the start (bounded by the start timeout), and says so.
+    assert "upstream 'sleepy': not available (still starting: a start is under way; waited " in text_of(called)
+
+
 async def test_a_first_start_answers_from_the_upstreams_listed_so_far_and_names_the_one_still_starting(
     tmp_path: Path,
 ) -> None:

@@ -334,7 +334,11 @@ class Gateway:
         where the upstream's questions during it go. A tool of an upstream still starting (found in
         its last listing) waits for that start, bounded by the start timeout."""
         if (status := self.status_of(tool.server)) is not None and status.state is State.STARTING:
-            await self._pool.bring_up(tool.server, self.options.start_timeout)
+            from toolscout.upstream.failures import unavailable
+
+            began = anyio.current_time()
+            if not await self._pool.bring_up(tool.server, self.options.start_timeout):
+                raise unavailable(self.status_of(tool.server) or status, waited=round(anyio.current_time() - began))
         return await self._pool.call(tool, arguments, progress, round_, caller=caller)
 
     async def read_resource(
