@@ -38,11 +38,17 @@ class LastListed:
     def searchable(self, listed: Catalog, statuses: Sequence[UpstreamStatus]) -> Catalog:
         """`listed` (the tools of the upstreams that are up) with the last listing of each upstream
         still starting; ids assigned over all of them, as a pool assigns them once all are up."""
+        # `statuses` are read after `listed`: an upstream may have come up (or gone) in between, and
+        # only what `listed` holds of it is its listing.
+        in_listed = {tool.server for tool in listed.tools}
         for status in statuses:
-            if status.state is State.UP:
+            if status.state is State.UP and (status.name in in_listed or status.tool_count == 0):
                 self._by_server[status.name] = [tool for tool in listed.tools if tool.server == status.name]
                 self._summaries[status.name] = status.summary
-        starting = [s.name for s in statuses if s.state is State.STARTING and self._by_server.get(s.name)]
+        starting = [
+            s.name for s in statuses
+            if s.state is State.STARTING and s.name not in in_listed and self._by_server.get(s.name)
+        ]
         if not starting:
             return listed
         records = [*listed.tools, *(tool for server in starting for tool in self._by_server[server])]
