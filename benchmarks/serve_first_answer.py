@@ -4,15 +4,24 @@ The gateway answers search_tools from the keyword signals (with a `notice`) unti
 model is loaded and the catalog embedded; this measures how long an agent waits for the first
 answer without that notice, from the moment the process is spawned. Each run is a fresh process:
 
-- cold: an empty cache folder (XDG_CACHE_HOME): no cached embeddings (and, for a model that must
-  be exported to ONNX, no export yet);
-- warm: the same cache folder again, as every later start finds it.
+- cold: an empty cache folder (XDG_CACHE_HOME) and state store: no cached embeddings (and, for a
+  model that must be exported to ONNX, no export yet), no stored catalog, and for `--bundled` an
+  empty uv cache (every server is fetched);
+- warm: the same folders again, as every later start finds them: the catalog the first run stored
+  answers for the upstreams still starting.
+
+It also says when the last upstream came up, as the client sees it (the first answer whose
+`servers` name it): the first answer should come before that.
 
     python benchmarks/serve_first_answer.py --toolscout .venv/bin/toolscout --runs 3
+    python benchmarks/serve_first_answer.py --toolscout .venv/bin/toolscout --runs 1 --slow
+    python benchmarks/serve_first_answer.py --toolscout .venv/bin/toolscout --runs 1 --bundled
 
 The registry is the two small test upstreams (tests/upstreams/weather_server.py and
-notes_server.py), run with the Python next to `--toolscout`, so model loading dominates. It
-speaks MCP's JSON-RPC over stdio directly, so it needs no client library.
+notes_server.py), run with the Python next to `--toolscout`, so model loading dominates; `--slow`
+adds tests/upstreams/sleepy_server.py taking 20 s to start; `--bundled` is the bundled registry
+(its servers started with the uvx next to `--toolscout`). It speaks MCP's JSON-RPC over stdio
+directly, so it needs no client library.
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "will it rain tomorrow in Oslo"
+# Searches go out this often once the first answer came (a tight loop would slow the starts it waits for).
+_POLL = 0.1
 
 
 class _Session:
@@ -70,38 +81,57 @@ class _Session:
             self.process.kill()
 
 
-def first_semantic_answer(toolscout: Path, cache: Path) -> tuple[float, float]:
-    """Seconds from spawn to the first answer of any kind, and to the first without a notice."""
+def _registry(toolscout: Path, scratch: Path, *, slow: bool, bundled: bool) -> list[str]:
+    """`serve`'s registry arguments: none for the bundled registry, else a file of test upstreams."""
+    if bundled:
+        return []
     python = toolscout.parent / "python"
     upstreams = ROOT / "tests" / "upstreams"
-    registry = cache / "registry.json"
-    registry.write_text(json.dumps({"mcpServers": {
-        name: {"command": str(python), "args": [str(upstreams / f"{name}_server.py")]} for name in ("weather", "notes")
-    }}))
+    servers = {name: {"command": str(python), "args": [str(upstreams / f"{name}_server.py")]} for name in ("weather", "notes")}
+    if slow:  # never opened: it starts after 20 s
+        servers["sleepy"] = {"command": str(python), "args": [str(upstreams / "sleepy_server.py"), "--until", str(scratch / "gate")]}
+    registry = scratch / "registry.json"
+    registry.write_text(json.dumps({"mcpServers": servers}))
+    return ["--registry", str(registry)]
+
+
+def first_answers(toolscout: Path, scratch: Path, *, slow: bool = False, bundled: bool = False) -> dict[str, float]:
+    """Seconds from spawn to the answer to `initialize`, to the first search answer with tools ("any"),
+    to the first without the keyword-only notice ("semantic"), and to the first answer that names the
+    last upstream to come up ("all_up")."""
     env = {
-        **os.environ, "XDG_CACHE_HOME": str(cache / "xdg"),
-        # Pins and learned state stay in the scratch folder, not the user's.
-        "TOOLSCOUT_PINS": str(cache / "pins.json"), "TOOLSCOUT_DATA_DIR": str(cache / "data"),
+        **os.environ, "XDG_CACHE_HOME": str(scratch / "xdg"),
+        # Pins, learned state and the stored catalog stay in the scratch folder, not the user's.
+        "TOOLSCOUT_PINS": str(scratch / "pins.json"), "TOOLSCOUT_DATA_DIR": str(scratch / "data"),
+        "TOOLSCOUT_STATE": str(scratch / "state.sqlite3"),
+        "PATH": f"{toolscout.parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
     start = time.perf_counter()
-    session = _Session([str(toolscout), "serve", "--registry", str(registry), "--no-learn"], env)
+    session = _Session([str(toolscout), "serve", *_registry(toolscout, scratch, slow=slow, bundled=bundled), "--no-learn"], env)
     try:
         session.send("initialize", {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "serve_first_answer", "version": "1"},
         })
+        found: dict[str, float] = {"initialize": time.perf_counter() - start}
         session.send("notifications/initialized", notify=True)
-        first_any = None
         while True:
             reply = session.send("tools/call", {"name": "search_tools", "arguments": {"query": QUERY}})
             assert reply is not None and "result" in reply, reply
             result = reply["result"].get("structuredContent") or json.loads(reply["result"]["content"][0]["text"])
             now = time.perf_counter() - start
-            if result["tools"] and first_any is None:
-                first_any = now
-            if result["tools"] and not result.get("notice"):
-                return first_any or now, now
-            time.sleep(0.02)
+            notice = result.get("notice") or ""
+            if result["tools"]:
+                found.setdefault("any", now)
+                if "keyword" not in notice:
+                    found.setdefault("semantic", now)
+            if "Still starting" not in notice and "all_up" not in found:
+                found["all_up"] = now
+                # Which servers came up, and any that failed instead (they are not waited for).
+                print(f"  up: {len(result['servers'])} server line(s); notice: {notice or 'none'}", flush=True)
+            if len(found) == 4:
+                return found
+            time.sleep(_POLL)
     finally:
         session.close()
 
@@ -111,24 +141,21 @@ def main() -> None:
     parser.add_argument("--toolscout", required=True, help="the toolscout executable of the venv to measure")
     parser.add_argument("--name", help="the row's label (default: the executable's path)")
     parser.add_argument("--runs", type=int, default=3, help="cold/warm pairs, each with a new cache folder")
+    parser.add_argument("--slow", action="store_true", help="add an upstream that takes 20 s to start")
+    parser.add_argument("--bundled", action="store_true", help="serve the bundled registry (fetched with uvx)")
     args = parser.parse_args()
     toolscout = Path(args.toolscout).absolute()
-    cold, warm, any_cold, any_warm = [], [], [], []
+    runs: dict[str, list[dict[str, float]]] = {"cold": [], "warm": []}
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory() as scratch:
-            first, semantic = first_semantic_answer(toolscout, Path(scratch))
-            any_cold.append(first)
-            cold.append(semantic)
-            first, semantic = first_semantic_answer(toolscout, Path(scratch))
-            any_warm.append(first)
-            warm.append(semantic)
-    print("| venv | first answer, cold s | first semantic answer, cold s | first answer, warm s | first semantic answer, warm s |")
-    print("| --- | ---: | ---: | ---: | ---: |")
-    median = statistics.median
-    print(
-        f"| {args.name or toolscout} | {median(any_cold):.2f} | {median(cold):.2f} | "
-        f"{median(any_warm):.2f} | {median(warm):.2f} |"
-    )
+            for kind in ("cold", "warm"):
+                runs[kind].append(first_answers(toolscout, Path(scratch), slow=args.slow, bundled=args.bundled))
+                print(kind, {key: round(value, 2) for key, value in runs[kind][-1].items()}, flush=True)
+    print("| venv | start | initialize answered s | first answer s | first semantic answer s | last upstream up s |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for kind, found in runs.items():
+        cells = " | ".join(f"{statistics.median([run[key] for run in found]):.2f}" for key in ("initialize", "any", "semantic", "all_up"))
+        print(f"| {args.name or toolscout} | {kind} | {cells} |")
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from toolscout.serving.scoped import ProfileChooser
     from toolscout.serving.shutdown import Shutdown
     from toolscout.state.replicas import ReplicaBoard
+    from toolscout.upstream.catalog_cache import SeenCatalog
 
 __all__ = [
     "App",
@@ -268,8 +269,11 @@ def search_engine(config: AppConfig) -> ToolSearch:
     return ToolSearch(search_settings(config))
 
 
-def open_gateway(config: AppConfig, specs: Sequence[ServerSpec], *, hooks: GatewayHooks | None = None) -> Gateway:
-    """A gateway over `specs`; without `hooks` it screens nothing and learns nothing."""
+def open_gateway(
+    config: AppConfig, specs: Sequence[ServerSpec], *, hooks: GatewayHooks | None = None, stored: SeenCatalog | None = None
+) -> Gateway:
+    """A gateway over `specs`; without `hooks` it screens nothing and learns nothing; `stored`:
+    the catalog last seen, searched for the upstreams still starting."""
     from toolscout.gateway import Gateway
 
     hooks = hooks or GatewayHooks()
@@ -280,6 +284,7 @@ def open_gateway(config: AppConfig, specs: Sequence[ServerSpec], *, hooks: Gatew
         screens=hooks.screens,
         summary_screen=hooks.summary_screen,
         enrich=hooks.sources,
+        stored=stored,
     )
 
 
@@ -370,11 +375,14 @@ class App:
         from toolscout.serving.learning_hooks import Learning, SamplingExpansion
         from toolscout.serving.metrics import GatewayMetrics
         from toolscout.serving.server import build_server
+        from toolscout.upstream.catalog_cache import load_catalog
         from toolscout.upstream.published import publish_statuses
 
         config, sources = self.config, hooks.sources
         learning_options = config.learning or LearningOptions()
-        self._gateway = gateway = await stack.enter_async_context(open_gateway(config, specs, hooks=hooks))
+        # What the last gateway over these registries saw answers searches while the upstreams start.
+        seen = await anyio.to_thread.run_sync(lambda: load_catalog(config.registry_sources(), specs, state=state_location(config)))
+        self._gateway = gateway = await stack.enter_async_context(open_gateway(config, specs, hooks=hooks, stored=seen))
         # So that `toolscout search` and `toolscout tools` answer from what this gateway sees.
         gateway.add_listener(keep_current(gateway, config, specs))
         tracker = UsageTracker(sources.usage, enabled=learning_options.record) if sources else None
@@ -432,12 +440,17 @@ class App:
             return
         await self.gateway.reconfigure(specs)
 
+    async def ready_to_serve(self) -> bool:
+        """Wait for the upstreams' first starts (at most the ready wait; not at all when a stored
+        catalog answers for them) and index what is there; False if some are still starting."""
+        return await self.gateway.ready(0.0 if self.gateway.answers_from_store else self.config.serving.ready_wait)
+
     async def serve(self, shutdown: Shutdown | None = None) -> None:
         """Serve the MCP server on the configured transport until the client leaves (stdio) or
         the process is stopped (HTTP). `shutdown` (the `serve` command's): the first signal starts
         the ordered shutdown of this transport; without it, signals are not this method's concern."""
         serving, gateway = self.config.serving, self.gateway
-        if not await gateway.ready(serving.ready_wait):
+        if not await self.ready_to_serve():
             logger.info("serving while some upstreams are still starting; they join when ready")
         if serving.transport == "stdio":
             from mcp.server.stdio import stdio_server

@@ -1,9 +1,12 @@
 """A server that, once a flag file exists, never gets to answer: it blocks before speaking MCP.
 
     sleepy_server.py FLAG_FILE
+    sleepy_server.py --until GATE_FILE
 
 Without the file it starts at once, like any server; with it, it sleeps forever first, as an upstream
-that takes ages to start looks to whoever connects to it.
+that takes ages to start looks to whoever connects to it. With --until it is slow to start instead:
+it speaks MCP once the gate file exists, or after 20 s without one (a test opens the gate when it has
+seen what it wanted while the server was starting, so the order is the test's, not a timer's).
 """
 
 from __future__ import annotations
@@ -29,8 +32,16 @@ def take_nap(minutes: int) -> str:
     return f"napped {minutes} min"
 
 
+def _wait_for_gate(gate: Path, at_most: float = 20.0) -> None:
+    opened_by = time.monotonic() + at_most
+    while not gate.exists() and time.monotonic() < opened_by:
+        time.sleep(0.05)
+
+
 if __name__ == "__main__":
-    if Path(sys.argv[1]).exists():
+    if sys.argv[1] == "--until":
+        _wait_for_gate(Path(sys.argv[2]))
+    elif Path(sys.argv[1]).exists():
         while True:
             time.sleep(3600)
     server.run()

@@ -130,7 +130,8 @@ def _add_restart_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--ready-wait", type=float, default=DEFAULT_READY_WAIT, metavar="SECONDS",
-        help=f"wait this long for upstreams before serving (default {DEFAULT_READY_WAIT:g})",
+        help=f"wait this long for upstreams before serving (default {DEFAULT_READY_WAIT:g}); not at all when the catalog "
+             "an earlier run stored answers for them",
     )
 
 

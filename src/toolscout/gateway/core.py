@@ -17,6 +17,7 @@ import anyio.to_thread
 
 from toolscout.catalog import Catalog, ToolRecord
 from toolscout.gateway.indexing import CatalogEnricher, CatalogIndexer, ProgressLog, SummaryScreen, ToolScreen
+from toolscout.gateway.last_listed import LastListed
 from toolscout.gateway.overrides import overrides_of, upstream_arguments
 from toolscout.naming import id_server
 from toolscout.registry.spec import ServerSpec
@@ -28,6 +29,7 @@ from toolscout.upstream.defaults import (
     DEFAULT_START_TIMEOUT,
     STABLE_UPTIME,
 )
+from toolscout.upstream.catalog_cache import SeenCatalog
 from toolscout.upstream.limits import Limits
 from toolscout.upstream.status import State, UpstreamStatus
 
@@ -81,7 +83,10 @@ class Gateway:
         screens: Sequence[ToolScreen] = (),
         enrich: CatalogEnricher | None = None,
         summary_screen: SummaryScreen | None = None,
+        stored: SeenCatalog | None = None,
     ) -> None:
+        """`stored`: what a gateway over the same registries last saw, searched for the upstreams
+        still starting (`toolscout.gateway.last_listed`); None: only what comes up."""
         # The MCP SDK comes with the pool: imported here, by a gateway that may connect.
         from toolscout.oauth.provider import upstream_auth
         from toolscout.upstream.offerings import Offerings
@@ -91,6 +96,7 @@ class Gateway:
         self.engine = engine
         self._indexer = CatalogIndexer(engine, screens=screens, enrich=enrich, overrides=overrides_of(specs))
         self._summary_screen = summary_screen
+        self._last_listed = LastListed(stored)
         # Only the gateway (and toolscout.upstream) touches the pool; the server and the commands use
         # the accessors below.
         self._pool = UpstreamPool(
@@ -222,7 +228,7 @@ class Gateway:
 
     def statuses(self, *, screened: bool = True) -> list[UpstreamStatus]:
         """Every upstream's status; `screened`: summaries the summary screen rejects are withheld."""
-        statuses = self._pool.statuses()
+        statuses = self._last_listed.described(self._pool.statuses())
         if not screened or self._summary_screen is None:
             return statuses
         shown = []
@@ -241,6 +247,11 @@ class Gateway:
         await self.sync()
         self.settled = True
         return settled
+
+    @property
+    def answers_from_store(self) -> bool:
+        """Whether a stored catalog answers for the upstreams still starting, so serving need not wait."""
+        return self._last_listed.from_store
 
     async def wait_complete(self) -> None:
         """Wait until the engine's `complete()` has caught up with the latest index."""
@@ -263,7 +274,7 @@ class Gateway:
         """Rebuild the catalog from the pool; re-index and notify only if it changed."""
         async with self._sync_lock:
             await self._sync_offerings()
-            if not await self._indexer.update(self._pool.catalog()):
+            if not await self._indexer.update(self._last_listed.searchable(self._pool.catalog(), self._pool.statuses())):
                 return
             catalog = self.catalog
             self._indexed_generation += 1
@@ -322,7 +333,14 @@ class Gateway:
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Call `tool` on its upstream; "input required" only for a client that cannot be asked
         back (`toolscout.upstream.session.InputRound`). `caller`: the client whose call it is,
-        where the upstream's questions during it go."""
+        where the upstream's questions during it go. A tool of an upstream still starting (found in
+        its last listing) waits for that start, bounded by the start timeout."""
+        if (status := self.status_of(tool.server)) is not None and status.state is State.STARTING:
+            from toolscout.upstream.failures import unavailable
+
+            began = anyio.current_time()
+            if not await self._pool.bring_up(tool.server, self.options.start_timeout):
+                raise unavailable(self.status_of(tool.server) or status, waited=round(anyio.current_time() - began))
         return await self._pool.call(tool, upstream_arguments(tool, arguments), progress, round_, caller=caller)
 
     async def read_resource(

@@ -59,8 +59,7 @@ def search_answer(
     asked = [s for s in statuses if not s.skipped and (servers is None or s.name in servers)]
     starting = [s.name for s in asked if s.state is State.STARTING]
     down = [s.name for s in asked if s.state is State.DOWN]
-    if starting:
-        notices.append(f"Still starting (their tools join the search when ready): {', '.join(starting)}.")
+    notices.extend(_starting_notices(entries, starting, catalog))
     if down:
         notices.append(f"Not available right now (their tools cannot be found): {', '.join(down)}.")
     return {
@@ -71,6 +70,24 @@ def search_answer(
         "weak_match": weak,
         "servers": search_servers(statuses, catalog),
     }
+
+
+def _starting_notices(entries: list[dict[str, Any]], starting: list[str], catalog: Catalog) -> list[str]:
+    """Marks the entries of servers still starting (found in their last listing), and says which
+    servers those are and which have nothing to search yet."""
+    for entry in entries:
+        if entry["server"] in starting:
+            entry["server_state"] = "starting"
+    listed_before = {tool.server for tool in catalog.tools} & set(starting)
+    notices = []
+    if listed_before:
+        notices.append(
+            f"Still starting, searched in the tools they listed last time: {', '.join(sorted(listed_before))} "
+            "(their entries say server_state 'starting'; execute_tool waits for the start)."
+        )
+    if not_listed := [name for name in starting if name not in listed_before]:
+        notices.append(f"Still starting (their tools join the search when ready): {', '.join(not_listed)}.")
+    return notices
 
 
 def _confidence(response: SearchResponse) -> float | None:

@@ -34,17 +34,19 @@ _ANSWER_PURPOSE_CHARS = 100
 def _server_lines(
     statuses: Sequence[UpstreamStatus], catalog: Catalog, limit: int, *, purpose_chars: int | None = None
 ) -> list[str]:
-    """'name (N tools): what it is for' per server that is up, most tools first; `limit` with
-    purposes, the rest by name; `purpose_chars`: purposes shortened to that length."""
+    """'name (N tools): what it is for' per server that is up (or starting, searched in the tools it
+    listed last time: 'name (N tools, starting)'), most tools first; `limit` with purposes, the rest
+    by name; `purpose_chars`: purposes shortened to that length."""
     counts = Counter(tool.server for tool in catalog.tools)
-    up = [s for s in statuses if s.state is State.UP and counts[s.name]]
+    up = [s for s in statuses if s.state in (State.UP, State.STARTING) and counts[s.name]]
     up.sort(key=lambda s: (-counts[s.name], s.name))
     lines = []
     for s in up[:limit]:
         about = s.summary
         if purpose_chars is not None and len(about) > purpose_chars:
             about = about[: purpose_chars - 3].rstrip() + "..."
-        lines.append(f"{s.name} ({plural(counts[s.name], 'tool')}): {about}")
+        starting = ", starting" if s.state is State.STARTING else ""
+        lines.append(f"{s.name} ({plural(counts[s.name], 'tool')}{starting}): {about}")
     if len(up) > limit:
         rest = up[limit:]
         lines.append(f"and {len(rest)} more: {', '.join(f'{s.name} ({counts[s.name]})' for s in rest)}")
@@ -101,7 +103,11 @@ def instructions(statuses: Sequence[UpstreamStatus], catalog: Catalog) -> str:
     else:
         text += "\n\nNo upstream server is connected yet; servers that come up later join the search."
     starting = _not_up(statuses, State.STARTING)
-    if starting:
+    listed_before = [name for name in starting if name in {tool.server for tool in catalog.tools}]
+    if listed_before:
+        text += (f"\n\nStill starting, searchable in the tools they listed last time: {', '.join(listed_before)}; "
+                 "execute_tool waits for their start.")
+    if starting := [name for name in starting if name not in listed_before]:
         text += f"\n\nStill starting: {', '.join(starting)}; their tools join the search when ready."
     down = _not_up(statuses, State.DOWN)
     if down:
