@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from toolscout.search.settings import SearchSettings
     from toolscout.security.order_classifier import OrderClassifier
     from toolscout.security.screens import PinScreen
+    from toolscout.serving.call_policies import CallPolicies
     from toolscout.serving.metrics import GatewayMetrics
     from toolscout.serving.scoped import ProfileChooser
     from toolscout.serving.shutdown import Shutdown
@@ -329,6 +330,7 @@ class App:
         self.metrics: GatewayMetrics | None = None
         # The registries' profiles and which one a request gets; None when they define none.
         self._profiles: ProfileChooser | None = None
+        self.policies: CallPolicies = None  # type: ignore[assignment]  # confirmation, limits, audit
         # The operator's pages at /ui of the HTTP server (`toolscout.dashboard`).
         self.dashboard: Dashboard | None = None
 
@@ -367,6 +369,7 @@ class App:
         from toolscout.registry.watching import follow_changes
         from toolscout.serving.learning_hooks import Learning, SamplingExpansion
         from toolscout.serving.metrics import GatewayMetrics
+        from toolscout.serving.call_policies import call_policies
         from toolscout.serving.server import build_server
         from toolscout.upstream.published import publish_statuses
 
@@ -403,7 +406,11 @@ class App:
             )
         )
         self.metrics = GatewayMetrics(gateway) if config.serving.transport == "http" else None
-        self._server = build_server(gateway, observers=learning.observers, metrics=self.metrics, profiles=self._profiles)
+        self.policies = call_policies(config.serving, specs, state_location(config), self.metrics)
+        stack.callback(self.policies.close)
+        self._server = build_server(
+            gateway, observers=learning.observers, metrics=self.metrics, profiles=self._profiles, policies=self.policies
+        )
         learning.install(self._server)
         if config.serving.transport == "http":
             from toolscout.dashboard import Dashboard
@@ -426,6 +433,7 @@ class App:
             logger.warning("the registry changed but cannot be used (%s); the servers stay as they were", exc)
             return
         await self.gateway.reconfigure(specs)
+        self.policies.reconfigure(specs)
 
     async def serve(self, shutdown: Shutdown | None = None) -> None:
         """Serve the MCP server on the configured transport until the client leaves (stdio) or

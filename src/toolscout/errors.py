@@ -12,6 +12,7 @@
      +-- ToolCallError             a call the agent made cannot be carried out as asked
      |    +-- UnknownToolError
      |    +-- InvalidArgumentsError
+     |    +-- CallRefused          a policy refused it (withheld, declined, over a limit); `outcome` says which
      +-- RequestError              a resource, prompt or completion request cannot be carried out as asked
      |    +-- NotOfferedError      no upstream offers that resource or prompt (now)
      +-- SamplingUnavailableError  the MCP client cannot or will not sample (phrase generation stops)
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 __all__ = [
     "AccessRefused",
+    "CallRefused",
     "ConfigError",
     "DatasetError",
     "InvalidArgumentsError",
@@ -108,6 +110,15 @@ class UnknownToolError(ToolCallError):
 
 class InvalidArgumentsError(ToolCallError):
     """The arguments do not satisfy the tool's input schema."""
+
+
+class CallRefused(ToolCallError):
+    """A policy refused the call before it reached its upstream; `outcome` names which, for the
+    audit trail and the metrics ("withheld", "declined", "unconfirmed", "limited")."""
+
+    def __init__(self, outcome: str, message: str) -> None:
+        super().__init__(message)
+        self.outcome = outcome
 
 
 class RequestError(ToolscoutError):

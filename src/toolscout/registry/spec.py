@@ -54,3 +54,9 @@ class ServerSpec:
     # OAuth 2.1 sign-in of a remote server; None: no OAuth (a stdio server, "oauth": false, or an
     # entry that sends its own Authorization header).
     oauth: OAuthSettings | None = None
+    # Which calls of this server's tools the user confirms first: upstream tool name (or "*", the
+    # rest) -> "destructive", "all" or "none" (`toolscout.serving.confirmation`); empty: --confirm.
+    confirm: Mapping[str, str] = field(default_factory=dict)
+    # Calls allowed to everyone together: upstream tool name (or "*", all of this server's tools
+    # together) -> "N/minute" (`toolscout.serving.rate_limits`).
+    limits: Mapping[str, str] = field(default_factory=dict)

@@ -35,3 +35,8 @@ class ServingOptions:
     profile: str | None = None
     # Open the dashboard's sign-in link in a browser once serving (`toolscout ui`).
     open_dashboard: bool = False
+    # Which calls the user confirms first unless a registry entry says otherwise
+    # (`toolscout.serving.confirmation`): "destructive", "all" or "none".
+    confirm: str = "none"
+    # Days the audit trail keeps a call (`toolscout.serving.audit`); None: no audit trail in the store.
+    audit_days: float | None = 30.0

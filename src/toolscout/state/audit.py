@@ -1,0 +1,89 @@
+"""The audit trail's rows in the state store: one per call, written as each call ends, read by
+`toolscout audit` and the dashboard, pruned after the retention the operator sets.
+
+    log = AuditLog(open_state(location))
+    log.write(AuditEntry(...))                       # one committed transaction: a kill -9 after
+                                                     # it keeps the row, during it loses that row only
+    log.read(client="alpha", since=time.time() - 3600)
+    log.prune(older_than=time.time() - 30 * 86400)
+
+Replicas sharing a Postgres store write one trail; each row has its own random id, so they never
+collide.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from toolscout.state.store import StateStore
+
+__all__ = ["KIND", "AuditEntry", "AuditLog"]
+
+KIND = "audit"
+_COLUMNS = ("id", "at", "client", "profile", "tool", "arguments", "outcome", "detail", "duration_ms", "request_id")
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One call: when it began (epoch seconds), who made it, what it ran, and how it ended."""
+
+    at: float
+    client: str
+    tool: str
+    # A digest of the arguments (`toolscout.serving.audit.argument_digest`), as JSON text.
+    arguments: str
+    # "ok", "error" (the tool answered with an error), or why it was refused or failed.
+    outcome: str
+    duration_ms: float
+    profile: str = ""
+    detail: str = ""
+    request_id: str = ""
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def as_json(self) -> dict[str, Any]:
+        entry = asdict(self)
+        entry["arguments"] = json.loads(self.arguments) if self.arguments.startswith("{") else self.arguments
+        return entry
+
+
+class AuditLog:
+    def __init__(self, state: StateStore) -> None:
+        self.state = state
+
+    def write(self, entry: AuditEntry) -> None:
+        """Commit `entry`; StateError if the store cannot take it."""
+        with self.state.sql(KIND) as sql:
+            sql.execute(f"INSERT INTO audit ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
+                        [getattr(entry, column) for column in _COLUMNS])
+
+    def read(
+        self, *, client: str | None = None, tool: str | None = None, since: float | None = None, limit: int | None = None
+    ) -> list[AuditEntry]:
+        """The entries matching every filter given, oldest first (the newest `limit` of them)."""
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (("client", client), ("tool", tool)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if since is not None:
+            where.append("at >= ?")
+            params.append(since)
+        text = f"SELECT {', '.join(_COLUMNS)} FROM audit"
+        if where:
+            text += " WHERE " + " AND ".join(where)
+        text += " ORDER BY at DESC, id"
+        if limit is not None:
+            text += f" LIMIT {int(limit)}"
+        with self.state.sql(KIND) as sql:
+            rows: Sequence[Sequence[Any]] = sql.execute(text, params).fetchall()
+        return [AuditEntry(**dict(zip(_COLUMNS, row, strict=True))) for row in reversed(rows)]
+
+    def prune(self, older_than: float) -> int:
+        """Delete the entries begun before `older_than`; how many went."""
+        with self.state.sql(KIND) as sql:
+            return int(sql.execute("DELETE FROM audit WHERE at < ?", [older_than]).rowcount or 0)
