@@ -86,6 +86,22 @@ async def test_a_client_that_cannot_elicit_is_refused_with_the_setting_that_allo
     assert text_of(still) == "1: keep"
 
 
+async def test_a_client_bound_to_a_profile_is_asked_and_audited_all_the_same(tmp_path: Path) -> None:
+    registry = tmp_path / "r.json"
+    registry.write_text(json.dumps({
+        "mcpServers": {"notes": python_server("notes_server.py")},
+        "profiles": {"keeper": {"servers": ["notes"]}},
+    }))
+    person = Person("decline")
+    with anyio.fail_after(60):
+        async with App(app_config(registry, serving=ServingOptions(confirm="destructive", profile="keeper"))) as app:
+            await app.gateway.ready(30)
+            async with Client(app.server, mode="legacy", elicitation_callback=person.elicit) as client:
+                declined = await client.call_tool("execute_tool", execute("notes__delete_note", note_id=1))
+    assert declined.is_error and len(person.asked) == 1
+    assert [(e["client"], e["profile"], e["outcome"]) for e in audit_lines("--json")] == [("stdio", "keeper", "declined")]
+
+
 async def test_the_registry_entry_decides_per_tool_over_the_serve_flag(tmp_path: Path) -> None:
     person = Person("decline")
     with anyio.fail_after(60):
@@ -200,3 +216,66 @@ def test_a_limit_that_is_not_a_rate_is_a_clear_error_at_start(tmp_path: Path) ->
     registry = write_registry(tmp_path / "r.json", {"notes": python_server("notes_server.py", confirm="sometimes")})
     with pytest.raises(ConfigError, match=r"'confirm'"):
         load_registries([registry])
+
+
+async def test_a_kill_9_during_a_burst_of_calls_loses_at_most_the_call_in_flight(tmp_path: Path) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+    from support.serve_process import serve_command, served_url
+
+    registry = write_registry(tmp_path / "r.json", {"notes": python_server("notes_server.py")})
+    answered, enough, counted = 0, anyio.Event(), None
+
+    async def burst(client: Client) -> None:
+        nonlocal answered
+        try:
+            while True:
+                await client.call_tool("execute_tool", execute("notes__create_note", title="t", body="b"))
+                answered += 1
+                if answered == 25:
+                    enough.set()
+        except Exception:  # noqa: BLE001 - the server was killed under the call in flight
+            return
+
+    with anyio.fail_after(90):
+        command = serve_command(registry, "--transport", "http", "--port", "0")
+        async with await anyio.open_process(command) as process:
+            url = await served_url(process)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(drain, process)
+                try:
+                    async with Client(streamable_http_client(url), mode="legacy") as client:
+                        tg.start_soon(burst, client)
+                        await enough.wait()
+                        process.kill()
+                        counted = answered  # the session's tasks fail once it is gone, ending this block
+                        await process.wait()
+                except Exception:  # noqa: BLE001 - a killed server's session cannot be closed
+                    pass
+                tg.cancel_scope.cancel()
+    assert counted is not None
+    recorded = [e for e in audit_lines("--json") if e["tool"] == "notes__create_note"]
+    assert counted <= len(recorded) <= counted + 1
+    assert all(e["outcome"] == "ok" for e in recorded)
+
+
+async def drain(process: Any) -> None:
+    assert process.stderr is not None
+    async for _chunk in process.stderr:
+        pass
+
+
+def test_the_audit_log_filters_and_prunes_alike_on_sqlite_and_postgres(location: str) -> None:
+    from toolscout.state.audit import AuditEntry, AuditLog, open_audit_state
+
+    state = open_audit_state(location)
+    try:
+        log = AuditLog(state)
+        for at, client, tool in ((100.0, "alpha", "a__x"), (200.0, "beta", "a__x"), (300.0, "alpha", "b__y")):
+            log.write(AuditEntry(at=at, client=client, tool=tool, arguments="{}", outcome="ok", duration_ms=1.0))
+        assert [e.at for e in log.read(client="alpha")] == [100.0, 300.0]
+        assert [e.client for e in log.read(tool="a__x", since=150.0)] == ["beta"]
+        assert [e.at for e in log.read(limit=2)] == [200.0, 300.0]  # the newest two, oldest first
+        assert log.prune(older_than=250.0) == 2
+        assert [e.tool for e in log.read()] == ["b__y"]
+    finally:
+        state.close()

@@ -131,13 +131,12 @@ def call_policies(
     lines only when the operator turned it off or the store cannot be opened), refusals counted in
     `metrics`; ConfigError if a limit is unusable."""
     from toolscout.serving.rate_limits import client_limits
-    from toolscout.state.audit import AuditLog
-    from toolscout.state.location import open_state
+    from toolscout.state.audit import AuditLog, open_audit_state
 
     log = None
     if serving.audit_days is not None:
         try:
-            log = AuditLog(open_state(state))
+            log = AuditLog(open_audit_state(state))
         except StateError as exc:
             logger.warning("the audit trail is written to the log only: %s", exc)
     return CallPolicies(

@@ -23,6 +23,8 @@ _SEARCH_ARGUMENTS: tuple[str, ...] = tuple(META_TOOLS[0].input_schema["propertie
 def search_arguments(
     arguments: dict[str, Any], gateway: Gateway | ScopedGateway
 ) -> tuple[str, int, list[str] | None, int | None]:
+    """(query, limit, servers, max_tokens) of search_tools' `arguments`; ToolCallError saying what
+    is wrong and what search_tools takes."""
     unknown_keys = [key for key in arguments if key not in _SEARCH_ARGUMENTS]
     if unknown_keys:
         # Silently ignored, a misspelled `limit` would give the default number of tools unasked.
@@ -59,7 +61,7 @@ def search_arguments(
         unknown = [s for s in servers if s not in known]
         if unknown:
             raise ToolCallError(
-                f"Unknown server name(s): {', '.join(map(_shown, unknown[:5]))}. Known servers: {', '.join(known) or 'none'}."
+                f"Unknown server name(s): {', '.join(map(shown, unknown[:5]))}. Known servers: {', '.join(known) or 'none'}."
             )
         servers = servers or None
     max_tokens = arguments.get("max_tokens")

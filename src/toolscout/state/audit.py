@@ -1,7 +1,7 @@
 """The audit trail's rows in the state store: one per call, written as each call ends, read by
 `toolscout audit` and the dashboard, pruned after the retention the operator sets.
 
-    log = AuditLog(open_state(location))
+    log = AuditLog(open_audit_state(location))
     log.write(AuditEntry(...))                       # one committed transaction: a kill -9 after
                                                      # it keeps the row, during it loses that row only
     log.read(client="alpha", since=time.time() - 3600)
@@ -17,11 +17,13 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
+from toolscout.state.location import default_state_location, is_postgres, open_state
 from toolscout.state.store import StateStore
 
-__all__ = ["KIND", "AuditEntry", "AuditLog"]
+__all__ = ["KIND", "AuditEntry", "AuditLog", "open_audit_state"]
 
 KIND = "audit"
 _COLUMNS = ("id", "at", "client", "profile", "tool", "arguments", "outcome", "detail", "duration_ms", "request_id")
@@ -48,6 +50,18 @@ class AuditEntry:
         entry = asdict(self)
         entry["arguments"] = json.loads(self.arguments) if self.arguments.startswith("{") else self.arguments
         return entry
+
+
+def open_audit_state(location: str | None) -> StateStore:
+    """The state store at `location` (None: the default) as the audit trail writes it: a SQLite
+    file commits without waiting for the disk (an entry survives a kill -9 once committed, and a
+    call is not slowed by an fsync); Postgres commits as always. StateError if unusable."""
+    where = location or default_state_location()
+    if is_postgres(where):
+        return open_state(where)
+    from toolscout.state.sqlite import SqliteStateStore
+
+    return SqliteStateStore(Path(where), synchronous="NORMAL")
 
 
 class AuditLog:
