@@ -279,3 +279,22 @@ def test_the_audit_log_filters_and_prunes_alike_on_sqlite_and_postgres(location:
         assert [e.tool for e in log.read()] == ["b__y"]
     finally:
         state.close()
+
+
+async def test_a_2026_07_28_client_confirms_in_its_retry_and_its_answer_holds_for_that_call_only(tmp_path: Path) -> None:
+    no, yes = Person("decline"), Person("accept")
+    with anyio.fail_after(60):
+        async with notes_app(tmp_path, ServingOptions(confirm="destructive"), limits={"delete_note": "2/minute"}) as app:
+            async with Client(app.server, mode="2026-07-28", elicitation_callback=no.elicit) as declining, \
+                    Client(app.server, mode="2026-07-28", elicitation_callback=yes.elicit) as accepting, \
+                    Client(app.server, mode="2026-07-28") as unable:
+                await accepting.call_tool("execute_tool", execute("notes__create_note", title="keep", body="me"))
+                declined = await declining.call_tool("execute_tool", execute("notes__delete_note", note_id=1))
+                refused = await unable.call_tool("execute_tool", execute("notes__delete_note", note_id=1))
+                still = await accepting.call_tool("execute_tool", execute("notes__search", text="keep"))
+                accepted = await accepting.call_tool("execute_tool", execute("notes__delete_note", note_id=1))
+    assert declined.is_error and "answered 'decline'" in text_of(declined)
+    assert refused.is_error and "did not declare the elicitation capability" in text_of(refused)
+    assert text_of(still) == "1: keep"
+    # The question and its retry are one call for the limit (2/minute): the accepted call still runs.
+    assert text_of(accepted) == "deleted note 1" and len(yes.asked) == 1 and "'delete_note' of server 'notes'" in yes.asked[0]

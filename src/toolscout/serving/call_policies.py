@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextvars import ContextVar
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -21,7 +22,7 @@ import mcp_types as types
 from toolscout.errors import CallRefused, StateError, ToolCallError, UpstreamError
 from toolscout.serving.audit import AuditTrail
 from toolscout.serving.clients import client_name
-from toolscout.serving.confirmation import Confirmation
+from toolscout.serving.confirmation import Answers, Confirmation
 from toolscout.serving.rate_limits import RateLimits
 from toolscout.serving.request_ids import current_request_id
 
@@ -36,6 +37,9 @@ __all__ = ["CallPolicies", "Origin", "call_policies", "origin_of"]
 
 logger = logging.getLogger(__name__)
 _Result = TypeVar("_Result")
+# Whether the call being audited passed every policy (so an upstream failure after it is the
+# upstream's, not a refusal); set by `admit`, in the task of the call.
+_ADMITTED: ContextVar[bool] = ContextVar("toolscout_call_admitted", default=False)
 # Outcomes that are not refusals (the call ran, or failed at its upstream).
 _RAN = frozenset({"ok", "error", "input_required", "failed"})
 
@@ -80,19 +84,31 @@ class CallPolicies:
             if policy is not None:
                 policy.reconfigure(specs)
 
-    async def admit(self, origin: Origin, tool: ToolRecord, arguments: dict[str, Any], caller: ClientCaller | None) -> None:
-        """Return when `tool` may be called; CallRefused saying why not, and what to do."""
-        if self.limits is not None and (over := self.limits.admit(origin.client, tool)) is not None:
+    async def admit(
+        self, origin: Origin, tool: ToolRecord, arguments: dict[str, Any], caller: ClientCaller | None,
+        answers: Answers = (None, None),
+    ) -> types.InputRequiredResult | Answers:
+        """The client's answers for the upstream when `tool` may be called, or the question a
+        2026-07-28 client must answer first; CallRefused saying why not, and what to do."""
+        # Checked before the user is asked (no question for a call that would be refused), and
+        # counted once confirmed (checked again: other calls may have come meanwhile).
+        if self.limits is not None and (over := self.limits.over(origin.client, tool)) is not None:
             raise CallRefused("limited", over)
         if self.confirmation is not None:
-            refused = await self.confirmation.confirmed(tool, arguments, caller)
-            if refused is not None:
-                raise CallRefused(*refused)
+            answers_or_question = await self.confirmation.confirmed(tool, arguments, caller, answers)
+            if isinstance(answers_or_question, types.InputRequiredResult):
+                return answers_or_question
+            answers = answers_or_question
+        if self.limits is not None and (over := self.limits.admit(origin.client, tool)) is not None:
+            raise CallRefused("limited", over)
+        _ADMITTED.set(True)
+        return answers
 
     async def audited(self, origin: Origin, tool: str, arguments: Any, run: Callable[[], Awaitable[_Result]]) -> _Result:
         """`run()`'s result, the call recorded with its outcome however it ended."""
         began, started = time.time(), time.perf_counter()
         outcome, detail = "failed", ""
+        admitted = _ADMITTED.set(False)
         try:
             result = await run()
             outcome = _outcome_of(result)
@@ -104,9 +120,10 @@ class CallPolicies:
             outcome, detail = "invalid", str(exc)
             raise
         except UpstreamError as exc:
-            outcome, detail = "unavailable", str(exc)
+            outcome, detail = "failed" if _ADMITTED.get() else "unavailable", str(exc)
             raise
         finally:
+            _ADMITTED.reset(admitted)
             if outcome not in _RAN and self.on_refused is not None:
                 self.on_refused(outcome)
             if self.audit is not None:

@@ -82,12 +82,10 @@ class RateLimits:
             found.append((("tool", tool.server, "*"), server["*"], f"server '{tool.server}' for every client"))
         return found
 
-    def admit(self, client: str, tool: ToolRecord) -> str | None:
-        """Count a call of `client` to `tool` and None; or, over a limit, why and when to retry
-        (and the call is not counted)."""
+    def over(self, client: str, tool: ToolRecord) -> str | None:
+        """Why a call of `client` to `tool` would be refused now, and when to retry; None if it would not."""
         now = self._clock()
-        applying = self._applying(client, tool)
-        for key, rate, whose in applying:
+        for key, rate, whose in self._applying(client, tool):
             calls = self._calls.setdefault(key, deque())
             while calls and calls[0] <= now - rate.period:
                 calls.popleft()
@@ -95,6 +93,14 @@ class RateLimits:
                 retry = max(1, math.ceil(calls[0] + rate.period - now))
                 return (f"Refused: '{tool.id}' is over the rate limit of {rate} ({whose}). "
                         f"Retry in {retry} s; the operator sets limits in the token file and the registry entry.")
-        for key, _rate, _whose in applying:
+        return None
+
+    def admit(self, client: str, tool: ToolRecord) -> str | None:
+        """Count a call of `client` to `tool` and None; or, over a limit, why and when to retry
+        (and the call is not counted)."""
+        if (why := self.over(client, tool)) is not None:
+            return why
+        now = self._clock()
+        for key, _rate, _whose in self._applying(client, tool):
             self._calls[key].append(now)
         return None

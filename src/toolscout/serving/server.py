@@ -39,6 +39,7 @@ from toolscout.serving.answer import search_answer
 from toolscout.serving.describe import search_entry
 from toolscout.serving.meta_tools import EXECUTE_TOOL, META_TOOLS, SEARCH_TOOL
 from toolscout.serving.search_arguments import search_arguments
+from toolscout.serving.confirmation import carry_confirmation
 from toolscout.serving.call_policies import CallPolicies, Origin, origin_of
 from toolscout.serving.metrics import CallOutcome, GatewayMetrics
 from toolscout.serving.proxied import Proxied
@@ -300,7 +301,10 @@ class MetaTools:
         check_argument_size(raw, gateway.limits.max_argument_bytes)
         tool_arguments = parse_arguments(raw)
         notes = validate_arguments(tool, tool_arguments)
-        await self.policies.admit(origin, tool, tool_arguments, caller)
+        answers_or_question = await self.policies.admit(origin, tool, tool_arguments, caller, answers)
+        if isinstance(answers_or_question, types.InputRequiredResult):
+            return answers_or_question  # the user's confirmation first (a 2026-07-28 client retries)
+        answers = answers_or_question
         with tracer().start_as_current_span("toolscout.execute") as span, \
                 self._metrics.calling(tool.server) if self._metrics is not None else nullcontext(CallOutcome()) as outcome:
             # "failed" until the upstream answers (the span records the exception otherwise).
@@ -316,7 +320,7 @@ class MetaTools:
             if caller is None:
                 raise ToolCallError(f"'{tool.id}' needs input from the client, and this call cannot take any.")
             asked = asking_client(caller, tool.server, tool.id, answer)
-            return _error(asked) if isinstance(asked, str) else asked
+            return _error(asked) if isinstance(asked, str) else carry_confirmation(tool, tool_arguments, asked)
         result = _naming_server(tool, answer)
         if notes:
             # Keys the schema does not name were passed on: the agent learns they may have been ignored.
