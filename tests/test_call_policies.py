@@ -156,6 +156,8 @@ async def test_two_tokens_a_client_limit_refuses_only_that_client_and_the_audit_
                     await client.call_tool("execute_tool", execute("notes__nothing_here"))
             async with httpx2.AsyncClient() as plain:
                 metrics = (await plain.get(f"{url}/metrics", headers={"Authorization": f"Bearer {ALPHA}"})).text
+            assert app.metrics is not None  # the dashboard's Activity charts this row beside the servers'
+            assert sum(minute.calls for minute in app.metrics.recent.minutes("refused calls")) == 3
             uvicorn.should_exit = True
     assert [a.is_error for a in answers["alpha"]] == [False, False, True]
     assert "client 'alpha'" in text_of(answers["alpha"][2]) and "Retry in" in text_of(answers["alpha"][2])

@@ -76,6 +76,7 @@ class GatewayMetrics:
     def refused(self, reason: str) -> None:
         """One call refused before it reached an upstream (`toolscout.serving.call_policies`)."""
         self._refused.labels(reason=reason).inc()
+        self.recent.refused()
 
     @contextmanager
     def searching(self) -> Iterator[None]:
