@@ -300,3 +300,26 @@ async def test_a_2026_07_28_client_confirms_in_its_retry_and_its_answer_holds_fo
     assert text_of(still) == "1: keep"
     # The question and its retry are one call for the limit (2/minute): the accepted call still runs.
     assert text_of(accepted) == "deleted note 1" and len(yes.asked) == 1 and "'delete_note' of server 'notes'" in yes.asked[0]
+
+
+async def test_an_edit_of_the_registrys_limits_and_confirm_applies_without_restarting_the_server(tmp_path: Path) -> None:
+    from support.waiting import wait_until
+
+    registry = write_registry(tmp_path / "r.json", {"notes": python_server("notes_server.py")})
+    with anyio.fail_after(60):
+        async with App(app_config(registry)) as app:
+            await app.gateway.ready(30)
+            async with Client(app.server, mode="legacy") as client:
+                await client.call_tool("execute_tool", execute("notes__create_note", title="keep", body="me"))
+                write_registry(registry, {"notes": python_server(
+                    "notes_server.py", limits={"search": "1/minute"}, confirm={"delete_note": "all"},
+                )})
+                await wait_until(lambda: app.policies.confirmation.mode_of(  # type: ignore[union-attr]
+                    app.gateway.catalog.by_id["notes__delete_note"]) == "all", timeout=30)
+                first = await client.call_tool("execute_tool", execute("notes__search", text="keep"))
+                second = await client.call_tool("execute_tool", execute("notes__search", text="keep"))
+                delete = await client.call_tool("execute_tool", execute("notes__delete_note", note_id=1))
+            restarts = app.gateway.status_of("notes").restarts  # type: ignore[union-attr]
+    assert text_of(first) == "1: keep" and restarts == 0  # the note is still there: the same process
+    assert second.is_error and "rate limit of 1/minute" in text_of(second)
+    assert delete.is_error and "needs the user's confirmation" in text_of(delete)
