@@ -323,3 +323,17 @@ async def test_an_edit_of_the_registrys_limits_and_confirm_applies_without_resta
     assert text_of(first) == "1: keep" and restarts == 0  # the note is still there: the same process
     assert second.is_error and "rate limit of 1/minute" in text_of(second)
     assert delete.is_error and "needs the user's confirmation" in text_of(delete)
+
+
+async def test_the_arguments_values_are_kept_only_when_the_operator_asks_and_secrets_never(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NOTES_SECRET", "hunter2-very-secret")
+    entry = {"env": {"NOTES_KEY": "${NOTES_SECRET}"}}
+    with anyio.fail_after(60):
+        async with notes_app(tmp_path, ServingOptions(audit_arguments=True), **entry) as app:
+            async with Client(app.server, mode="legacy") as client:
+                await client.call_tool("execute_tool", execute("notes__search", text="hunter2-very-secret and more"))
+    [entry_] = audit_lines("--json", "--tool", "notes__search")
+    assert entry_["arguments"]["names"] == ["text"]
+    assert entry_["arguments"]["values"] == '{"text":"*** and more"}'

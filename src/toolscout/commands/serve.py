@@ -130,6 +130,11 @@ def _add_call_policy_options(parser: argparse.ArgumentParser) -> None:
         help=f"keep each call in the audit trail (`toolscout audit`) this many days (default {DEFAULT_RETENTION_DAYS:g})",
     )
     parser.add_argument(
+        "--audit-arguments", action="store_true",
+        help="keep the arguments' values in the audit trail, the registries' secrets replaced by *** "
+             "(default: their names and a hash only)",
+    )
+    parser.add_argument(
         "--no-audit", action="store_true",
         help="write the audit trail as log lines only, not to the state store",
     )
@@ -221,5 +226,5 @@ def _serving_options(args: argparse.Namespace) -> ServingOptions:
         allowed_hosts=tuple(args.allowed_host), allowed_origins=tuple(args.allowed_origin), ready_wait=args.ready_wait,
         sessions=sessions,
         profile=args.profile, open_dashboard=args.open_dashboard,
-        confirm=args.confirm, audit_days=None if args.no_audit else args.audit_days,
+        confirm=args.confirm, audit_days=None if args.no_audit else args.audit_days, audit_arguments=args.audit_arguments,
     )

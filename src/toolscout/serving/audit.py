@@ -3,8 +3,9 @@ before it reached an upstream, recorded as it ends.
 
 Each entry (`toolscout.state.audit.AuditEntry`) has the time, the client (its token name; "stdio"
 on stdio; "anonymous" over HTTP without tokens), its profile, the tool id, a digest of the
-arguments (their names and a hash of their values, never the values), the outcome, the duration
-and the request id. It is written as one structured log line (logger `toolscout.audit`, JSON) for a
+arguments (their names and a hash of their values; the values themselves only when the operator
+asks, `serve --audit-arguments`, with the registries' secrets replaced by `***`), the outcome,
+the duration and the request id. It is written as one structured log line (logger `toolscout.audit`, JSON) for a
 collector, and committed to the state store before the call's answer goes back, in a worker
 thread, so a kill -9 loses at most the calls in flight. A store that cannot take it is logged
 and never fails the call.
@@ -21,6 +22,7 @@ from typing import Any
 import anyio.to_thread
 
 from toolscout.errors import StateError
+from toolscout.secrets import Redaction
 from toolscout.state.audit import AuditEntry, AuditLog
 
 __all__ = ["DEFAULT_RETENTION_DAYS", "AuditTrail", "argument_digest"]
@@ -32,21 +34,31 @@ DEFAULT_RETENTION_DAYS = 30.0
 _PRUNE_EVERY = 1000
 
 
-def argument_digest(arguments: Any) -> str:
+def argument_digest(arguments: Any, values: Redaction | None = None) -> str:
     """The arguments' names and a SHA-256 of their canonical JSON: enough to tell two calls apart
-    or match a call to a known input, never the values (they may hold secrets)."""
+    or match a call to a known input; with `values`, the arguments too, redacted by it."""
     try:
         canonical = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
     except (ValueError, RecursionError):
         canonical = repr(arguments)
     names = sorted(str(key) for key in arguments) if isinstance(arguments, dict) else []
-    return json.dumps({"names": names, "sha256": hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]})
+    digest: dict[str, Any] = {"names": names, "sha256": hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]}
+    if values is not None:
+        digest["values"] = values.text(canonical)
+    return json.dumps(digest, ensure_ascii=False)
 
 
 class AuditTrail:
-    def __init__(self, log: AuditLog | None, retention_days: float = DEFAULT_RETENTION_DAYS) -> None:
+    """`full_arguments`: keep the arguments' values, with `secrets` (the registries') redacted."""
+
+    def __init__(
+        self, log: AuditLog | None, retention_days: float = DEFAULT_RETENTION_DAYS, *,
+        full_arguments: bool = False, secrets: frozenset[str] = frozenset(),
+    ) -> None:
         self.log = log
         self.retention = retention_days * 86400
+        self.full_arguments = full_arguments
+        self.secrets = secrets
         self._writes = 0
         if log is not None:
             self._prune()
@@ -56,7 +68,8 @@ class AuditTrail:
         began: float, duration: float, request_id: str | None, detail: str = "",
     ) -> None:
         entry = AuditEntry(
-            at=began, client=client, profile=profile or "", tool=tool, arguments=argument_digest(arguments),
+            at=began, client=client, profile=profile or "", tool=tool,
+            arguments=argument_digest(arguments, Redaction(self.secrets) if self.full_arguments else None),
             outcome=outcome, detail=detail[:300], duration_ms=round(duration * 1000, 3), request_id=request_id or "",
         )
         logger.info("%s", json.dumps({"audit": entry.as_json()}, ensure_ascii=False))

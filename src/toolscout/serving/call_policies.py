@@ -83,6 +83,8 @@ class CallPolicies:
         for policy in (self.confirmation, self.limits):
             if policy is not None:
                 policy.reconfigure(specs)
+        if self.audit is not None:
+            self.audit.secrets = _secrets_of(specs)
 
     async def admit(
         self, origin: Origin, tool: ToolRecord, arguments: dict[str, Any], caller: ClientCaller | None,
@@ -158,5 +160,10 @@ def call_policies(
             logger.warning("the audit trail is written to the log only: %s", exc)
     return CallPolicies(
         Confirmation(serving.confirm, specs), RateLimits(client_limits(serving.clients), specs),
-        AuditTrail(log, serving.audit_days or 0), metrics.refused if metrics is not None else None,
+        AuditTrail(log, serving.audit_days or 0, full_arguments=serving.audit_arguments, secrets=_secrets_of(specs)),
+        metrics.refused if metrics is not None else None,
     )
+
+
+def _secrets_of(specs: Sequence[ServerSpec]) -> frozenset[str]:
+    return frozenset(secret for spec in specs for secret in spec.secrets)

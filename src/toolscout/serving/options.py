@@ -40,3 +40,5 @@ class ServingOptions:
     confirm: str = "none"
     # Days the audit trail keeps a call (`toolscout.serving.audit`); None: no audit trail in the store.
     audit_days: float | None = 30.0
+    # Keep the arguments' values in the audit trail (the registries' secrets redacted), not only a digest.
+    audit_arguments: bool = False
