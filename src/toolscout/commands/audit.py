@@ -21,8 +21,8 @@ from datetime import datetime, timezone
 from toolscout.commands._gateway import add_state_option, fail
 from toolscout.errors import StateError
 from toolscout.security.hidden import terminal_safe
-from toolscout.state.audit import AuditEntry, AuditLog
-from toolscout.state.location import default_state_location, open_state, state_exists
+from toolscout.state.audit import AuditEntry, AuditLog, audit_location, open_audit_state
+from toolscout.state.location import state_exists
 
 __all__ = ["parse_since", "register", "run"]
 
@@ -66,12 +66,12 @@ def run(args: argparse.Namespace) -> int:
         since = parse_since(args.since)
     except ValueError as exc:
         return fail("audit", f"--since: {exc}")
-    location = args.state or default_state_location()
+    location = audit_location(args.state)
     if not state_exists(location):
-        print(f"No audit trail yet: the state store {location} does not exist.", file=sys.stderr)
+        print(f"No audit trail yet: {location} does not exist.", file=sys.stderr)
         return 0
     try:
-        state = open_state(location)
+        state = open_audit_state(args.state)
         try:
             entries = AuditLog(state).read(client=args.client, tool=args.tool, since=since, limit=args.limit)
         finally:

@@ -6,8 +6,9 @@ on stdio; "anonymous" over HTTP without tokens), its profile, the tool id, a dig
 arguments (their names and a hash of their values; the values themselves only when the operator
 asks, `serve --audit-arguments`, with the registries' secrets replaced by `***`), the outcome,
 the duration and the request id. It is written as one structured log line (logger `toolscout.audit`, JSON) for a
-collector, and committed to the state store before the call's answer goes back, in a worker
-thread, so a kill -9 loses at most the calls in flight. A store that cannot take it is logged
+collector, and committed to the state store before the call's answer goes back (a SQLite file
+of its own, at once; Postgres, from a worker thread), so a kill -9 loses at most the calls in
+flight. A store that cannot take it is logged
 and never fails the call.
 """
 
@@ -76,7 +77,11 @@ class AuditTrail:
         if self.log is None:
             return
         try:
-            await anyio.to_thread.run_sync(self.log.write, entry)
+            if self.log.local:
+                # A local commit costs less than handing it to a worker thread and back.
+                self.log.write(entry)
+            else:
+                await anyio.to_thread.run_sync(self.log.write, entry)
         except StateError as exc:
             logger.warning("the audit trail could not record a call of '%s': %s", tool, exc)
             return

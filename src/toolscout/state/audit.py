@@ -1,7 +1,7 @@
 """The audit trail's rows in the state store: one per call, written as each call ends, read by
 `toolscout audit` and the dashboard, pruned after the retention the operator sets.
 
-    log = AuditLog(open_audit_state(location))
+    log = AuditLog(open_audit_state(location))     # beside a SQLite state file, or in its Postgres
     log.write(AuditEntry(...))                       # one committed transaction: a kill -9 after
                                                      # it keeps the row, during it loses that row only
     log.read(client="alpha", since=time.time() - 3600)
@@ -23,7 +23,7 @@ from typing import Any
 from toolscout.state.location import default_state_location, is_postgres, open_state
 from toolscout.state.store import StateStore
 
-__all__ = ["KIND", "AuditEntry", "AuditLog", "open_audit_state"]
+__all__ = ["KIND", "AuditEntry", "AuditLog", "audit_location", "open_audit_state"]
 
 KIND = "audit"
 _COLUMNS = ("id", "at", "client", "profile", "tool", "arguments", "outcome", "detail", "duration_ms", "request_id")
@@ -52,21 +52,36 @@ class AuditEntry:
         return entry
 
 
-def open_audit_state(location: str | None) -> StateStore:
-    """The state store at `location` (None: the default) as the audit trail writes it: a SQLite
-    file commits without waiting for the disk (an entry survives a kill -9 once committed, and a
-    call is not slowed by an fsync); Postgres commits as always. StateError if unusable."""
+def audit_location(location: str | None) -> str:
+    """Where the trail of the state store at `location` (None: the default) is: the same Postgres,
+    or, beside a SQLite file, a file of its own (`state.sqlite3` -> `state.audit.sqlite3`)."""
     where = location or default_state_location()
+    if is_postgres(where):
+        return where
+    path = Path(where).expanduser()
+    return str(path.with_name(f"{path.stem}.audit{path.suffix or '.sqlite3'}"))
+
+
+def open_audit_state(location: str | None) -> StateStore:
+    """The store the audit trail of the state store at `location` is written to; StateError if unusable.
+
+    On SQLite, a file of its own, committed without waiting for the disk: no other writer (the
+    learning stores, the embeddings) holds its lock, so a call's entry is written at once, in the
+    call's own thread, and survives a kill -9 once committed. Postgres: the shared store itself,
+    one trail for every replica."""
+    where = audit_location(location)
     if is_postgres(where):
         return open_state(where)
     from toolscout.state.sqlite import SqliteStateStore
 
-    return SqliteStateStore(Path(where), synchronous="NORMAL")
+    return SqliteStateStore(Path(where), keeps_decisions=False, synchronous="NORMAL")
 
 
 class AuditLog:
     def __init__(self, state: StateStore) -> None:
         self.state = state
+        # A write is a local commit of a few tenths of a millisecond, never waiting on a network.
+        self.local = not is_postgres(state.location)
 
     def write(self, entry: AuditEntry) -> None:
         """Commit `entry`; StateError if the store cannot take it."""
