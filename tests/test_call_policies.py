@@ -323,6 +323,7 @@ async def test_an_edit_of_the_registrys_limits_and_confirm_applies_without_resta
     assert text_of(first) == "1: keep" and restarts == 0  # the note is still there: the same process
     assert second.is_error and "rate limit of 1/minute" in text_of(second)
     assert delete.is_error and "needs the user's confirmation" in text_of(delete)
+    assert "registry entry of server 'notes'" in text_of(delete) and "--confirm none" not in text_of(delete)  # the entry decided
 
 
 async def test_the_arguments_values_are_kept_only_when_the_operator_asks_and_secrets_never(

@@ -87,11 +87,10 @@ class Confirmation:
         mode = self.mode_of(tool)
         if not needs_confirmation(tool, mode):
             return answers
-        allow = (f"The operator can let it run without asking: \"confirm\": {{\"{tool.name}\": \"none\"}} in server "
-                 f"'{tool.server}''s registry entry (or `toolscout serve --confirm none`).")
         why = _cannot_ask(caller)
         if why is not None or caller is None:
-            raise CallRefused("unconfirmed", f"Refused: '{tool.id}' needs the user's confirmation, but {why}. {allow}")
+            raise CallRefused("unconfirmed", f"Refused: '{tool.id}' needs the user's confirmation, but {why}. "
+                                             f"{self._allowing(tool)}")
         if caller.asks_back:
             answer = await self._ask(caller, tool, arguments)
         else:
@@ -110,6 +109,14 @@ class Confirmation:
         logger.info("the user %s to run '%s'", said, tool.id)
         raise CallRefused("declined", f"Refused: the user {said} when asked to confirm '{tool.id}' (server "
                                       f"'{tool.server}'); it was not run. Do not retry unless the user asks for it.")
+
+    def _allowing(self, tool: ToolRecord) -> str:
+        """How the operator lets `tool` run without asking: the setting that decided, named."""
+        setting = f"\"confirm\": {{\"{tool.name}\": \"none\"}} in the registry entry of server '{tool.server}'"
+        entry = self._servers.get(tool.server, {})
+        if tool.name in entry or "*" in entry:
+            return f"The operator can let it run without asking: {setting}."
+        return f"The operator can let it run without asking: {setting}, or `toolscout serve --confirm none`."
 
     async def _ask(self, caller: ClientCaller, tool: ToolRecord, arguments: dict[str, Any]) -> str:
         ctx = caller.ctx
