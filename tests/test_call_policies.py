@@ -338,3 +338,20 @@ async def test_the_arguments_values_are_kept_only_when_the_operator_asks_and_sec
     [entry_] = audit_lines("--json", "--tool", "notes__search")
     assert entry_["arguments"]["names"] == ["text"]
     assert entry_["arguments"]["values"] == '{"text":"*** and more"}'
+
+
+async def test_a_call_of_a_down_servers_tool_is_audited_as_unavailable(tmp_path: Path) -> None:
+    from support.registries import failing_server
+
+    from toolscout.gateway import GatewayOptions
+
+    registry = write_registry(tmp_path / "r.json", {"broken": failing_server("no database configured")})
+    with anyio.fail_after(60):
+        async with App(app_config(registry, gateway=GatewayOptions(max_restarts=0))) as app:
+            await app.gateway.ready(30)
+            async with Client(app.server, mode="legacy") as client:
+                refused = await client.call_tool("execute_tool", execute("broken__query", sql="select 1"))
+    assert refused.is_error and "no database configured" in text_of(refused)
+    [entry] = audit_lines("--json")
+    assert (entry["tool"], entry["outcome"]) == ("broken__query", "unavailable")
+    assert "no database configured" in entry["detail"]
