@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from toolscout.search.settings import SearchSettings
     from toolscout.security.order_classifier import OrderClassifier
     from toolscout.security.screens import PinScreen
+    from toolscout.serving.call_policies import CallPolicies
     from toolscout.serving.metrics import GatewayMetrics
     from toolscout.serving.scoped import ProfileChooser
     from toolscout.serving.shutdown import Shutdown
@@ -336,6 +337,7 @@ class App:
         self.metrics: GatewayMetrics | None = None
         # The registries' profiles and which one a request gets; None when they define none.
         self._profiles: ProfileChooser | None = None
+        self.policies: CallPolicies = None  # type: ignore[assignment]  # confirmation, limits, audit
         # The operator's pages at /ui of the HTTP server (`toolscout.dashboard`).
         self.dashboard: Dashboard | None = None
 
@@ -353,9 +355,13 @@ class App:
     async def __aenter__(self) -> App:
         from contextlib import AsyncExitStack
 
+        from toolscout.registry.profiles import load_profiles
+        from toolscout.serving.scoped import profile_chooser
+
         async with AsyncExitStack() as stack:
             specs = self._specs if self._specs is not None else load_specs(self.config)
-            self._profiles = _profile_chooser(self.config, specs)
+            profiles = load_profiles(self.config.registry_sources(), [spec.name for spec in specs])
+            self._profiles = profile_chooser(profiles, self.config.serving.profile, self.config.serving.clients)
             self._hooks = hooks = gateway_hooks(self.config, specs)
             stack.callback(hooks.close)
             await self._start(stack, specs, hooks)
@@ -374,6 +380,7 @@ class App:
         from toolscout.registry.watching import follow_changes
         from toolscout.serving.learning_hooks import Learning, SamplingExpansion
         from toolscout.serving.metrics import GatewayMetrics
+        from toolscout.serving.call_policies import call_policies
         from toolscout.serving.server import build_server
         from toolscout.upstream.catalog_cache import load_catalog
         from toolscout.upstream.published import publish_statuses
@@ -413,9 +420,11 @@ class App:
             )
         )
         self.metrics = GatewayMetrics(gateway) if config.serving.transport == "http" else None
+        self.policies = call_policies(config.serving, specs, state_location(config), self.metrics)
+        stack.callback(self.policies.close)
         self._server = build_server(
             gateway, observers=learning.observers, metrics=self.metrics, profiles=self._profiles,
-            code_mode=config.serving.code_mode,
+            code_mode=config.serving.code_mode, policies=self.policies,
         )
         learning.install(self._server)
         if config.serving.transport == "http":
@@ -439,6 +448,7 @@ class App:
             logger.warning("the registry changed but cannot be used (%s); the servers stay as they were", exc)
             return
         await self.gateway.reconfigure(specs)
+        self.policies.reconfigure(specs)
 
     async def ready_to_serve(self) -> bool:
         """Wait for the upstreams' first starts (at most the ready wait; not at all when a stored
@@ -480,26 +490,3 @@ class App:
                 allowed_origins=serving.allowed_origins, sessions=serving.sessions or SessionLimits(),
                 gateway=gateway, metrics=self.metrics, stop=stop, profiles=self._profiles, dashboard=self.dashboard,
             )
-
-
-def _profile_chooser(config: AppConfig, specs: Sequence[ServerSpec]) -> ProfileChooser | None:
-    """The registries' profiles, the default one `serving.profile` names, and the profile each
-    client's token is bound to (a token file entry's "profile"); None when there are none (and no
-    --profile); ConfigError when one is wrong or a named one does not exist."""
-    from toolscout.errors import ConfigError
-    from toolscout.registry.profiles import load_profiles
-    from toolscout.serving.scoped import ProfileChooser
-
-    profiles = load_profiles(config.registry_sources(), [spec.name for spec in specs])
-    default = profiles.get(config.serving.profile) if config.serving.profile else None
-    bound = {}
-    for client in config.serving.clients.clients if config.serving.clients is not None else ():
-        name = client.options.get("profile")
-        if name is None:
-            continue
-        if not isinstance(name, str) or name not in profiles.by_name:
-            known = ", ".join(sorted(profiles.by_name)) or "none (add \"profiles\" to a registry file)"
-            raise ConfigError(f"client '{client.name}' of the token file names profile {name!r}, which no "
-                              f"registry defines; profiles: {known}")
-        bound[client.name] = profiles.by_name[name]
-    return ProfileChooser(profiles, default, bound) if profiles else None

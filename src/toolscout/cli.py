@@ -25,7 +25,7 @@ from toolscout.serving.request_ids import RequestIdFilter
 __all__ = ["COMMAND_MODULES", "QUIET_COMMANDS", "build_parser", "configure_logging", "main"]
 
 # Order is the order `toolscout --help` lists them in.
-COMMAND_MODULES = ("serve", "ui", "search", "tools", "approve", "restore_state", "install", "login", "eval", "tune", "examples", "expansions", "train_model", "train_reranker")
+COMMAND_MODULES = ("serve", "ui", "search", "tools", "approve", "audit", "restore_state", "install", "login", "eval", "tune", "examples", "expansions", "train_model", "train_reranker")
 # Command words whose module is not named after them.
 _COMMAND_MODULE_OF = {
     **{name.replace("_", "-"): name for name in COMMAND_MODULES},

@@ -13,6 +13,7 @@
      |    +-- UnknownToolError
      |    +-- InvalidArgumentsError
      |    +-- ScriptError          a run_code script failed, was refused or was stopped at a limit
+     |    +-- CallRefused          a policy refused it (withheld, declined, over a limit); `outcome` says which
      +-- RequestError              a resource, prompt or completion request cannot be carried out as asked
      |    +-- NotOfferedError      no upstream offers that resource or prompt (now)
      +-- SamplingUnavailableError  the MCP client cannot or will not sample (phrase generation stops)
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 __all__ = [
     "AccessRefused",
+    "CallRefused",
     "ConfigError",
     "DatasetError",
     "InvalidArgumentsError",
@@ -114,6 +116,15 @@ class InvalidArgumentsError(ToolCallError):
 
 class ScriptError(ToolCallError):
     """A run_code script cannot be run, failed, or was stopped at one of its limits."""
+
+
+class CallRefused(ToolCallError):
+    """A policy refused the call before it reached its upstream; `outcome` names which, for the
+    audit trail and the metrics ("withheld", "declined", "unconfirmed", "limited")."""
+
+    def __init__(self, outcome: str, message: str) -> None:
+        super().__init__(message)
+        self.outcome = outcome
 
 
 class RequestError(ToolscoutError):

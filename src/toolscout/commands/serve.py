@@ -22,6 +22,8 @@ from toolscout.commands._gateway import (
     fail,
 )
 from toolscout.errors import ConfigError
+from toolscout.registry.rates import CONFIRM_MODES
+from toolscout.serving.audit import DEFAULT_RETENTION_DAYS
 from toolscout.serving.clients import TOKENS_FILE_VARIABLE, load_client_tokens
 from toolscout.serving.http import (
     AUTH_TOKEN_VARIABLE,
@@ -76,6 +78,7 @@ def add_serve_options(parser: argparse.ArgumentParser) -> None:
     )
     _add_restart_options(parser)
     add_code_mode_options(parser)
+    _add_call_policy_options(parser)
     parser.set_defaults(open_dashboard=False)  # `toolscout ui` opens it
 
 
@@ -113,6 +116,29 @@ def _add_http_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allowed-origin", action="append", default=[], metavar="ORIGIN",
         help="HTTP: also accept requests from this browser Origin, e.g. https://app.example.com; repeat for more",
+    )
+
+
+def _add_call_policy_options(parser: argparse.ArgumentParser) -> None:
+    """Confirmation before calls, and the audit trail (rate limits are set in the token file and registry)."""
+    parser.add_argument(
+        "--confirm", choices=CONFIRM_MODES, default="none",
+        help="ask the user (MCP elicitation) before running a tool: destructive (tools marked destructiveHint or "
+             "named for deleting, resetting, ...), all, or none (default); a registry entry's \"confirm\" "
+             "overrides it per server or tool (docs/security.md)",
+    )
+    parser.add_argument(
+        "--audit-days", type=float, default=DEFAULT_RETENTION_DAYS, metavar="DAYS",
+        help=f"keep each call in the audit trail (`toolscout audit`) this many days (default {DEFAULT_RETENTION_DAYS:g})",
+    )
+    parser.add_argument(
+        "--audit-arguments", action="store_true",
+        help="keep the arguments' values in the audit trail, the registries' secrets replaced by *** "
+             "(default: their names and a hash only)",
+    )
+    parser.add_argument(
+        "--no-audit", action="store_true",
+        help="write the audit trail as log lines only, not to the state store",
     )
 
 
@@ -195,10 +221,13 @@ def _serving_options(args: argparse.Namespace) -> ServingOptions:
     clients = load_client_tokens(args.tokens) if args.tokens else None
     if clients is not None and args.auth_token:
         raise ConfigError(f"give either --tokens or --auth-token (${AUTH_TOKEN_VARIABLE}), not both")
+    if args.audit_days <= 0:
+        raise ConfigError(f"--audit-days must be a positive number of days, got {args.audit_days:g} (--no-audit turns it off)")
     sessions = SessionLimits(args.max_sessions_per_client, args.session_idle_timeout)
     return ServingOptions(
         transport=args.transport, host=args.host, port=args.port, auth_token=args.auth_token, clients=clients,
         allowed_hosts=tuple(args.allowed_host), allowed_origins=tuple(args.allowed_origin), ready_wait=args.ready_wait,
         sessions=sessions,
         profile=args.profile, open_dashboard=args.open_dashboard, code_mode=code_mode_limits(args),
+        confirm=args.confirm, audit_days=None if args.no_audit else args.audit_days, audit_arguments=args.audit_arguments,
     )

@@ -35,6 +35,7 @@ from toolscout.json_files import read_json_file
 from toolscout.registry.fetching import DEFAULT_FETCH_TIMEOUT, fetch_registry
 from toolscout.registry.formats import Entry, entries_from_document
 from toolscout.registry.overrides import OVERRIDES_SCHEMA, parse_overrides
+from toolscout.registry.rates import CONFIRM_MODES, RATE_PATTERN
 from toolscout.registry.sources import RegistryFile, RegistrySource, RegistryUrl, source_of, sources_of
 from toolscout.registry.spec import OAuthSettings, ServerSpec
 from toolscout.registry.urls import is_registry_url
@@ -45,6 +46,7 @@ __all__ = ["build_spec", "load_registries", "read_source"]
 # --- loading -----------------------------------------------------------------------------------
 
 _STRINGS = {"type": "object", "additionalProperties": {"type": "string"}}
+_CONFIRM_MODE = {"enum": list(CONFIRM_MODES)}
 # Unknown keys are allowed: desktop hosts add their own (autoApprove, alwaysAllow, description).
 _ENTRY_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -58,6 +60,8 @@ _ENTRY_SCHEMA: dict[str, Any] = {
         "type": {"enum": ["stdio", "http", "streamable-http", "streamableHttp", "sse"]},
         "timeout": {"type": "number", "exclusiveMinimum": 0},
         "disabled": {"type": "boolean"},
+        "confirm": {"anyOf": [_CONFIRM_MODE, {"type": "object", "additionalProperties": _CONFIRM_MODE}]},
+        "limits": {"type": "object", "additionalProperties": {"type": "string", "pattern": RATE_PATTERN}},
         "oauth": {"anyOf": [{"type": "boolean"}, {
             "type": "object",
             "properties": {
@@ -218,6 +222,7 @@ def build_spec(name: str, entry: object, source: RegistrySource | Path | str) ->
     if error is None and url is not None:
         error = _url_problem(name, source, url, expander.secrets)
     timeout = entry.get("timeout")
+    confirm = entry.get("confirm", {})
     oauth = _oauth_settings(entry, url, headers, expander) if url else None
     return ServerSpec(
         name=name,
@@ -234,6 +239,8 @@ def build_spec(name: str, entry: object, source: RegistrySource | Path | str) ->
         error=error,
         oauth=oauth,
         overrides=parse_overrides(entry.get("overrides"), where),
+        confirm={"*": confirm} if isinstance(confirm, str) else dict(confirm),
+        limits=dict(entry.get("limits", {})),
     )
 
 
@@ -293,6 +300,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
         wanted = {"object": "an object", "array": "a list", "number": "a number"}.get(
             str(error.validator_value), f"a {error.validator_value}")
         return f"'{location}' must be {wanted} (got {got})"
+    if error.validator == "pattern" and location.startswith("limits"):
+        return f"'{location}' must be a rate like \"10/minute\" (N per second, minute, hour or day; got {got})"
     if error.validator == "enum":
         choices = ", ".join(json.dumps(c) for c in error.validator_value)
         return f"'{location}' must be one of {choices} (got {got})"

@@ -58,3 +58,10 @@ class ServerSpec:
     oauth: OAuthSettings | None = None
     # The operator's reshaping of some of its tools, by the upstream's own tool name ("overrides").
     overrides: Mapping[str, ToolOverride] = field(default_factory=dict)
+    # Which calls of this server's tools the user confirms first: upstream tool name (or "*", the
+    # rest) -> "destructive", "all" or "none" (`toolscout.serving.confirmation`); empty: --confirm.
+    # Not compared: a policy edit applies at once (`App._reload_registry`) without restarting the server.
+    confirm: Mapping[str, str] = field(default_factory=dict, compare=False)
+    # Calls allowed to everyone together: upstream tool name (or "*", all of this server's tools
+    # together) -> "N/minute" (`toolscout.serving.rate_limits`).
+    limits: Mapping[str, str] = field(default_factory=dict, compare=False)

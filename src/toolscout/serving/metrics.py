@@ -6,7 +6,8 @@
 
 Counted as they happen: searches and their latency; calls by upstream server and outcome (`ok`,
 `error`: the upstream answered with an error result, `failed`: no answer, e.g. the upstream was down
-or timed out) and their latency. Read from the gateway at each scrape: every upstream's state,
+or timed out) and their latency; calls refused before they reached an upstream, by reason
+(`toolscout_refused_calls`: `toolscout.serving.call_policies`). Read from the gateway at each scrape: every upstream's state,
 restarts and whether it was given up on, tools indexed and withheld (quarantined by pinning or
 flagged by the poisoning scan), and the embedding backlog (tools indexed but not yet embedded;
 searches answer from the keyword signals meanwhile).
@@ -65,8 +66,17 @@ class GatewayMetrics:
             "toolscout_tool_call_seconds", "Time an upstream took to answer a call, by server.",
             ["server"], buckets=_CALL_BUCKETS, registry=self.registry,
         )
+        self._refused = Counter(
+            "toolscout_refused_calls", "Calls refused before they reached an upstream, by reason "
+            "(invalid, withheld, unavailable, limited, declined, unconfirmed).", ["reason"], registry=self.registry,
+        )
         self.registry.register(_GatewayState(gateway))
         self.recent = RecentActivity()
+
+    def refused(self, reason: str) -> None:
+        """One call refused before it reached an upstream (`toolscout.serving.call_policies`)."""
+        self._refused.labels(reason=reason).inc()
+        self.recent.refused()
 
     @contextmanager
     def searching(self) -> Iterator[None]:

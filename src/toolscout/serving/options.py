@@ -59,3 +59,10 @@ class ServingOptions:
     open_dashboard: bool = False
     # The third meta-tool, run_code, with these limits (`serve --code-mode`); None: off.
     code_mode: CodeModeLimits | None = None
+    # Which calls the user confirms first unless a registry entry says otherwise
+    # (`toolscout.serving.confirmation`): "destructive", "all" or "none".
+    confirm: str = "none"
+    # Days the audit trail keeps a call (`toolscout.serving.audit`); None: no audit trail in the store.
+    audit_days: float | None = 30.0
+    # Keep the arguments' values in the audit trail (the registries' secrets redacted), not only a digest.
+    audit_arguments: bool = False

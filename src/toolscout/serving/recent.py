@@ -16,10 +16,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Minute", "RecentActivity", "SEARCHES"]
+__all__ = ["Minute", "REFUSED", "RecentActivity", "SEARCHES"]
 
-# The row of searches beside the servers' rows (not a valid server name: it has spaces).
+# The rows of searches and of calls refused before an upstream beside the servers' rows (not
+# valid server names: they have spaces).
 SEARCHES = "all searches"
+REFUSED = "refused calls"
 _WINDOW = 60
 
 
@@ -50,6 +52,11 @@ class RecentActivity:
 
     def searched(self, seconds: float) -> None:
         self._add(SEARCHES, False, seconds)
+
+    def refused(self) -> None:
+        """A call refused before it reached an upstream (`toolscout.serving.call_policies`): each is
+        one that did not end well."""
+        self._add(REFUSED, True, 0.0)
 
     def _add(self, row: str, failed: bool, seconds: float) -> None:
         minute = int(self._clock() // 60)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from toolscout.upstream.session import Caller, InputRound, ProgressFn
     from toolscout.upstream.offerings import Offerings
 
-__all__ = ["PROFILE_SCOPE_KEY", "ProfileChooser", "ScopedGateway", "profile_paths"]
+__all__ = ["PROFILE_SCOPE_KEY", "ProfileChooser", "ScopedGateway", "profile_chooser", "profile_paths"]
 
 # Where the HTTP layer leaves a request's profile for the MCP handlers (an ASGI scope key).
 PROFILE_SCOPE_KEY = "toolscout.profile"
@@ -250,3 +250,24 @@ async def _refuse(send: Send, status: int, message: str) -> None:
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
+
+
+def profile_chooser(profiles: Profiles, default_name: str | None, clients: Any) -> ProfileChooser | None:
+    """The registries' `profiles`, the default one `default_name` names (serve --profile), and the
+    profile each client of the token file (`clients`, a `serving.clients` file or None) is bound to
+    (its entry's "profile"); None when there are none; ConfigError when one is wrong or a named one
+    does not exist."""
+    from toolscout.errors import ConfigError
+
+    default = profiles.get(default_name) if default_name else None
+    bound = {}
+    for client in clients.clients if clients is not None else ():
+        name = client.options.get("profile")
+        if name is None:
+            continue
+        if not isinstance(name, str) or name not in profiles.by_name:
+            known = ", ".join(sorted(profiles.by_name)) or "none (add \"profiles\" to a registry file)"
+            raise ConfigError(f"client '{client.name}' of the token file names profile {name!r}, which no "
+                              f"registry defines; profiles: {known}")
+        bound[client.name] = profiles.by_name[name]
+    return ProfileChooser(profiles, default, bound) if profiles else None

@@ -29,7 +29,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 
 from toolscout import __version__
 from toolscout.catalog import Catalog, ToolRecord
-from toolscout.errors import ToolCallError, UnknownToolError, UpstreamConfigurationError, UpstreamError
+from toolscout.errors import CallRefused, ToolCallError, UnknownToolError, UpstreamConfigurationError, UpstreamError
 from toolscout.gateway import Gateway
 from toolscout.naming import MAX_ID_LENGTH, qualified_forms
 from toolscout.printable import controls_shown
@@ -38,15 +38,10 @@ from toolscout.serving.request_ids import serving_request
 from toolscout.serving import describe
 from toolscout.serving.answer import search_answer
 from toolscout.serving.describe import search_entry
-from toolscout.serving.meta_tools import (
-    DEFAULT_LIMIT,
-    EXECUTE_TOOL,
-    MAX_LIMIT,
-    MAX_QUERY_CHARS,
-    META_TOOLS,
-    RUN_CODE,
-    SEARCH_TOOL,
-)
+from toolscout.serving.meta_tools import EXECUTE_TOOL, META_TOOLS, RUN_CODE, SEARCH_TOOL
+from toolscout.serving.search_arguments import search_arguments
+from toolscout.serving.confirmation import carry_confirmation
+from toolscout.serving.call_policies import CallPolicies, Origin, origin_of
 from toolscout.serving.metrics import CallOutcome, GatewayMetrics
 from toolscout.serving.options import CodeModeLimits
 from toolscout.serving.proxied import Proxied
@@ -56,7 +51,6 @@ from toolscout.serving.scoped import ProfileChooser, ScopedGateway
 from toolscout.upstream.tasks import refused_task
 from toolscout.serving.validation import (
     check_argument_size,
-    closest_parameter,
     parse_arguments,
     resolve_tool,
     validate_arguments,
@@ -77,9 +71,6 @@ logger = logging.getLogger(__name__)
 _MAX_NAME_CHARS = 4 * MAX_ID_LENGTH
 # Clients we announce catalog changes to; old HTTP sessions fall off the end.
 _MAX_TRACKED_SESSIONS = 256
-
-# What search_tools takes (anything else is refused, not ignored).
-_SEARCH_ARGUMENTS: tuple[str, ...] = tuple(META_TOOLS[0].input_schema["properties"])
 
 
 class _GatewayServer(Server[Any]):
@@ -152,12 +143,15 @@ class MetaTools:
         metrics: GatewayMetrics | None = None,
         profiles: ProfileChooser | None = None,
         code_mode: CodeModeLimits | None = None,
+        policies: CallPolicies | None = None,
     ) -> None:
         self.gateway = gateway
         # run_code (`code_mode.py`), imported only when on: the sandbox stays out of the process otherwise.
         if code_mode is not None:
             from toolscout.serving.code_mode import CodeMode
         self.code_mode = CodeMode(self, code_mode) if code_mode is not None else None
+        # Confirmation, rate limits and the audit trail, under `execute` and `search`.
+        self.policies = policies or CallPolicies()
         self._observers = tuple(observers)
         self._metrics = metrics
         self._profiles = profiles
@@ -214,7 +208,7 @@ class MetaTools:
         gateway = self.view(ctx)
         try:
             if name == SEARCH_TOOL:
-                return await self.search(arguments, gateway)
+                return await self.search(arguments, gateway, ClientCaller(ctx))
             if name == EXECUTE_TOOL:
                 # The upstream's progress reaches the agent (a no-op unless it asked for progress),
                 # and its sampling and elicitation requests reach this client (`relay.py`).
@@ -241,9 +235,16 @@ class MetaTools:
             logger.exception("%s failed", name)
             return _error(f"toolscout failed to handle {name}: {type(exc).__name__}: {exc}")
 
-    async def search(self, arguments: dict[str, Any], gateway: Gateway | ScopedGateway | None = None) -> types.CallToolResult:
+    async def search(
+        self, arguments: dict[str, Any], gateway: Gateway | ScopedGateway | None = None, caller: ClientCaller | None = None
+    ) -> types.CallToolResult:
         gateway = gateway or self.gateway
-        query, limit, servers, max_tokens = self._search_arguments(arguments, gateway)
+        return await self.policies.audited(
+            _origin(caller, gateway), SEARCH_TOOL, arguments, lambda: self._search(arguments, gateway)
+        )
+
+    async def _search(self, arguments: dict[str, Any], gateway: Gateway | ScopedGateway) -> types.CallToolResult:
+        query, limit, servers, max_tokens = search_arguments(arguments, gateway)
         with tracer().start_as_current_span("toolscout.search") as span, \
                 self._metrics.searching() if self._metrics is not None else nullcontext():
             response = await gateway.search(query, limit=limit, servers=servers)
@@ -259,53 +260,6 @@ class MetaTools:
             structured_content=result,
         )
 
-    def _search_arguments(
-        self, arguments: dict[str, Any], gateway: Gateway | ScopedGateway
-    ) -> tuple[str, int, list[str] | None, int | None]:
-        unknown_keys = [key for key in arguments if key not in _SEARCH_ARGUMENTS]
-        if unknown_keys:
-            # Silently ignored, a misspelled `limit` would give the default number of tools unasked.
-            key = unknown_keys[0]
-            hint = closest_parameter(key, _SEARCH_ARGUMENTS)
-            raise ToolCallError(
-                f"search_tools has no argument {_shown(key)}{f' (did you mean {hint!r}?)' if hint else ''}. "
-                f"Its arguments: 'query' (required: the task in plain words), 'limit' (how many tools, 1 to "
-                f"{MAX_LIMIT}, default {DEFAULT_LIMIT}), 'servers' (only these servers' tools) and 'max_tokens' "
-                "(a token budget for the answer)."
-            )
-        query = arguments.get("query")
-        if not isinstance(query, str) or not query.strip():
-            raise ToolCallError(
-                "'query' must be a non-empty string describing the task, e.g. 'convert a time between time zones'."
-            )
-        if len(query) > MAX_QUERY_CHARS:
-            raise ToolCallError(
-                f"'query' is {len(query):,} characters; describe the task in at most {MAX_QUERY_CHARS:,}, "
-                "e.g. 'convert a time between time zones'."
-            )
-        limit = arguments.get("limit", DEFAULT_LIMIT)
-        if limit is None:
-            limit = DEFAULT_LIMIT
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-            raise ToolCallError(f"'limit' must be an integer from 1 to {MAX_LIMIT}; got {_shown(limit)}.")
-        servers = arguments.get("servers")
-        if isinstance(servers, str):
-            servers = [servers]
-        if servers is not None:
-            if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
-                raise ToolCallError("'servers' must be a list of server names.")
-            known = gateway.server_names()
-            unknown = [s for s in servers if s not in known]
-            if unknown:
-                raise ToolCallError(
-                    f"Unknown server name(s): {', '.join(map(_shown, unknown[:5]))}. Known servers: {', '.join(known) or 'none'}."
-                )
-            servers = servers or None
-        max_tokens = arguments.get("max_tokens")
-        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
-            raise ToolCallError(f"'max_tokens' must be a positive integer; got {_shown(max_tokens)}.")
-        return query.strip(), limit, servers, max_tokens
-
     async def execute(
         self,
         arguments: dict[str, Any],
@@ -315,13 +269,25 @@ class MetaTools:
         answers: tuple[types.InputResponses | None, str | None] = (None, None),
         gateway: Gateway | ScopedGateway | None = None,
     ) -> types.CallToolResult | types.InputRequiredResult:
-        """Run the tool `arguments` name. `caller`: the client, for an upstream's "input required"
+        """Run the tool `arguments` name, once the policies admit it (`call_policies.py`), recorded in the
+        audit trail. `caller`: the client, asked to confirm and for an upstream's "input required"
         (2026-07-28); `answers`: the input responses and request state of the client's retry."""
         gateway = gateway or self.gateway
+        origin = _origin(caller, gateway)
+        name = arguments.get("name")
+        return await self.policies.audited(
+            origin, name if isinstance(name, str) else "", arguments.get("arguments"),
+            lambda: self._execute(arguments, progress, caller, answers, gateway, origin),
+        )
+
+    async def _execute(
+        self, arguments: dict[str, Any], progress: ProgressFn | None, caller: ClientCaller | None,
+        answers: tuple[types.InputResponses | None, str | None], gateway: Gateway | ScopedGateway, origin: Origin,
+    ) -> types.CallToolResult | types.InputRequiredResult:
         name = _tool_name(arguments)
         catalog = gateway.catalog
         if name in catalog.withheld:
-            raise ToolCallError(f"Tool '{name}' is withheld: {catalog.withheld[name]}")
+            raise CallRefused("withheld", f"Tool '{name}' is withheld: {catalog.withheld[name]}")
         try:
             tool = self._resolve(name, gateway)
         except UnknownToolError:
@@ -344,6 +310,10 @@ class MetaTools:
         check_argument_size(raw, gateway.limits.max_argument_bytes)
         tool_arguments = parse_arguments(raw)
         notes = validate_arguments(tool, tool_arguments)
+        answers_or_question = await self.policies.admit(origin, tool, tool_arguments, caller, answers)
+        if isinstance(answers_or_question, types.InputRequiredResult):
+            return answers_or_question  # the user's confirmation first (a 2026-07-28 client retries)
+        answers = answers_or_question
         with tracer().start_as_current_span("toolscout.execute") as span, \
                 self._metrics.calling(tool.server) if self._metrics is not None else nullcontext(CallOutcome()) as outcome:
             # "failed" until the upstream answers (the span records the exception otherwise).
@@ -359,7 +329,7 @@ class MetaTools:
             if caller is None:
                 raise ToolCallError(f"'{tool.id}' needs input from the client, and this call cannot take any.")
             asked = asking_client(caller, tool.server, tool.id, answer)
-            return _error(asked) if isinstance(asked, str) else asked
+            return _error(asked) if isinstance(asked, str) else carry_confirmation(tool, tool_arguments, asked)
         result = _naming_server(tool, answer)
         if notes:
             # Keys the schema does not name were passed on: the agent learns they may have been ignored.
@@ -446,13 +416,8 @@ def _naming_server(tool: ToolRecord, result: types.CallToolResult) -> types.Call
     return result.model_copy(update={"content": content})
 
 
-def _shown(value: Any) -> str:
-    """A value as JSON for an error message, shortened: agents sometimes send huge ones."""
-    try:
-        text = json.dumps(value, default=str)
-    except (ValueError, RecursionError):
-        text = type(value).__name__
-    return text if len(text) <= 80 else text[:77] + "..."
+def _origin(caller: ClientCaller | None, gateway: Gateway | ScopedGateway) -> Origin:
+    return origin_of(caller, gateway.profile.name if isinstance(gateway, ScopedGateway) else None)
 
 
 def build_server(
@@ -461,11 +426,12 @@ def build_server(
     metrics: GatewayMetrics | None = None,
     profiles: ProfileChooser | None = None,
     code_mode: CodeModeLimits | None = None,
+    policies: CallPolicies | None = None,
 ) -> Server[Any]:
     """The MCP server for `gateway`; its descriptions follow the gateway's catalog. With `metrics`,
     searches and calls are counted and timed there; with `profiles`, each request is served with
     its client's profile (`toolscout.serving.scoped`); with `code_mode`, run_code too (`code_mode.py`)."""
-    meta = MetaTools(gateway, observers, metrics, profiles, code_mode)
+    meta = MetaTools(gateway, observers, metrics, profiles, code_mode, policies)
     proxied = Proxied(gateway, meta.sessions, meta.publish, meta.bus, view=meta.view)
     server = _GatewayServer(
         "toolscout",

@@ -55,9 +55,12 @@ class SqliteStateStore:
     """`keeps_decisions`: the store holds trust decisions (the default), so it is created whole or
     not at all, a file that is not such a store is refused rather than started afresh, and each
     changed decision is copied to a backup (`toolscout.state.backup`). False for the caches keyed
-    by content, which are set aside and rebuilt when damaged (`toolscout.state.content`)."""
+    by content, which are set aside and rebuilt when damaged (`toolscout.state.content`).
+    `synchronous`: SQLite's setting for this connection; "NORMAL" commits without waiting for the
+    disk, still durable when the process is killed (WAL), not when the machine loses power: for
+    the audit trail (`toolscout.state.audit`), written at every call."""
 
-    def __init__(self, path: Path, *, keeps_decisions: bool = True) -> None:
+    def __init__(self, path: Path, *, keeps_decisions: bool = True, synchronous: str = "FULL") -> None:
         self.path = Path(path).expanduser()
         self.location = str(self.path)
         self._keeps_decisions = keeps_decisions
@@ -74,7 +77,7 @@ class SqliteStateStore:
                     os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
                 except FileExistsError:
                     pass
-            self._db = self._connect(self.path)
+            self._db = self._connect(self.path, synchronous)
             with self._lock:
                 _migrate(self._db, self.location, foreign_refused=keeps_decisions)
             if keeps_decisions and not backup_path(self.path).exists() and self._holds_decisions():
@@ -97,10 +100,10 @@ class SqliteStateStore:
             raise StateError(f"cannot create the state store {self.location}: {exc}") from exc
 
     @staticmethod
-    def _connect(path: Path) -> sqlite3.Connection:
+    def _connect(path: Path, synchronous: str = "FULL") -> sqlite3.Connection:
         db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=FULL")
+        db.execute(f"PRAGMA synchronous={'NORMAL' if synchronous == 'NORMAL' else 'FULL'}")
         return db
 
     def _create_whole(self) -> None:

@@ -69,6 +69,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE TABLE IF NOT EXISTS catalog_indexes (fit_key TEXT PRIMARY KEY, fit BYTEA NOT NULL, "
         "used DOUBLE PRECISION NOT NULL)",
     ),
+    # The audit trail of calls (`toolscout.state.audit`): one row a call, read by time.
+    (
+        "CREATE TABLE IF NOT EXISTS audit (id TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL, "
+        "client TEXT NOT NULL, profile TEXT NOT NULL DEFAULT '', tool TEXT NOT NULL, arguments TEXT NOT NULL, "
+        "outcome TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '', duration_ms DOUBLE PRECISION NOT NULL, "
+        "request_id TEXT NOT NULL DEFAULT '')",
+        "CREATE INDEX IF NOT EXISTS audit_at ON audit (at)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
