@@ -376,14 +376,11 @@ class App:
 
     async def _start(self, stack: Any, specs: list[ServerSpec], hooks: GatewayHooks) -> None:
         from toolscout.learning import UsageTracker
-        from toolscout.registry.sources import registry_files
-        from toolscout.registry.watching import follow_changes
         from toolscout.serving.learning_hooks import Learning, SamplingExpansion
         from toolscout.serving.metrics import GatewayMetrics
         from toolscout.serving.call_policies import call_policies
         from toolscout.serving.server import build_server
         from toolscout.upstream.catalog_cache import load_catalog
-        from toolscout.upstream.published import publish_statuses
 
         config, sources = self.config, hooks.sources
         learning_options = config.learning or LearningOptions()
@@ -402,23 +399,7 @@ class App:
         if board is not None:
             # Closed after the background work below has stopped (it withdraws this replica first).
             stack.callback(board.state.close)
-        background = await stack.enter_async_context(anyio.create_task_group())
-        stack.callback(background.cancel_scope.cancel)
-        if hooks.pins is not None:
-            background.start_soon(hooks.pins.follow_approvals, gateway.rescreen)
-        if sources is not None and (sources.usage is not None or sources.cache is not None):
-            background.start_soon(sources.follow_changes, gateway.rescreen, learning_options.follow_interval)
-        if self._specs is None:
-            # An edit of the registry is followed: a fixed entry is started without a restart.
-            background.start_soon(follow_changes, registry_files(config.registry_sources()), self._reload_registry)
-        # So that `toolscout tools` can show restarts and give-ups only this process knows of
-        # (on every host, for replicas sharing a Postgres state store).
-        background.start_soon(
-            functools.partial(
-                publish_statuses, lambda: gateway.statuses(screened=False), config.registry_sources(),
-                config.serving.transport, board=board,
-            )
-        )
+        await self._follow_in_background(stack, gateway, hooks, learning_options, board)
         self.metrics = GatewayMetrics(gateway) if config.serving.transport == "http" else None
         self.policies = call_policies(config.serving, specs, state_location(config), self.metrics)
         stack.callback(self.policies.close)
@@ -436,6 +417,33 @@ class App:
                 usage=sources.usage if sources is not None else None,
                 phrases=sources.cache if sources is not None else None, open_browser=config.serving.open_dashboard,
             )
+
+    async def _follow_in_background(
+        self, stack: Any, gateway: Gateway, hooks: GatewayHooks, learning_options: LearningOptions, board: Any
+    ) -> None:
+        """What a serving gateway follows while it runs: approvals, learning, registry edits, statuses."""
+        from toolscout.registry.sources import registry_files
+        from toolscout.registry.watching import follow_changes
+        from toolscout.upstream.published import publish_statuses
+
+        config, sources = self.config, hooks.sources
+        background = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(background.cancel_scope.cancel)
+        if hooks.pins is not None:
+            background.start_soon(hooks.pins.follow_approvals, gateway.rescreen)
+        if sources is not None and (sources.usage is not None or sources.cache is not None):
+            background.start_soon(sources.follow_changes, gateway.rescreen, learning_options.follow_interval)
+        if self._specs is None:
+            # An edit of the registry is followed: a fixed entry is started without a restart.
+            background.start_soon(follow_changes, registry_files(config.registry_sources()), self._reload_registry)
+        # So that `toolscout tools` can show restarts and give-ups only this process knows of
+        # (on every host, for replicas sharing a Postgres state store).
+        background.start_soon(
+            functools.partial(
+                publish_statuses, lambda: gateway.statuses(screened=False), config.registry_sources(),
+                config.serving.transport, board=board,
+            )
+        )
 
     async def _reload_registry(self) -> None:
         """The registry changed: start what changed or is new, stop what went. An edit that leaves
