@@ -13,7 +13,6 @@ from starlette.routing import Route
 
 from toolscout.dashboard.render import page
 from toolscout.serving.answer import explain_hit, match_verdict, search_answer
-from toolscout.serving.scoped import ScopedGateway
 
 if TYPE_CHECKING:
     from toolscout.dashboard.site import Dashboard
@@ -39,9 +38,8 @@ def routes(dashboard: Dashboard) -> list[Route]:
             limit = _DEFAULT_LIMIT
         context: dict[str, Any] = {"query": query, "profiles": profiles, "profile": chosen, "limit": limit}
         if query:
-            view: Any = dashboard.gateway
-            if chosen and dashboard.profiles is not None and chosen in dashboard.profiles.profiles.by_name:
-                view = ScopedGateway(dashboard.gateway, dashboard.profiles.profiles.by_name[chosen])
+            named = dashboard.profiles.profiles.by_name if dashboard.profiles is not None else {}
+            view = dashboard.gateway.view(named.get(chosen) if chosen else None)
             response = await view.search(query, limit=limit)
             answer = search_answer(response, view.statuses(), view.catalog)
             signals = [*response.signals, "learned"]

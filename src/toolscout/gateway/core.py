@@ -18,17 +18,13 @@ import anyio.to_thread
 from toolscout.catalog import Catalog, ToolRecord
 from toolscout.gateway.indexing import CatalogEnricher, CatalogIndexer, ProgressLog, SummaryScreen, ToolScreen
 from toolscout.gateway.last_listed import LastListed
+from toolscout.gateway.options import GatewayOptions
 from toolscout.gateway.overrides import overrides_of, upstream_arguments
+from toolscout.gateway.scoped import ScopedGateway
+from toolscout.gateway.view import GatewayView
 from toolscout.naming import id_server
 from toolscout.registry.spec import ServerSpec
 from toolscout.search import SearchEngine, SearchResponse
-from toolscout.upstream.defaults import (
-    DEFAULT_CALL_TIMEOUT,
-    DEFAULT_MAX_RESTARTS,
-    DEFAULT_RETRY_INTERVAL,
-    DEFAULT_START_TIMEOUT,
-    STABLE_UPTIME,
-)
 from toolscout.upstream.catalog_cache import SeenCatalog
 from toolscout.upstream.limits import Limits
 from toolscout.upstream.status import State, UpstreamStatus
@@ -36,6 +32,7 @@ from toolscout.upstream.status import State, UpstreamStatus
 if TYPE_CHECKING:
     import mcp_types as types
 
+    from toolscout.registry.profiles import Profile
     from toolscout.upstream.session import Caller, InputRound, ProgressFn
     from toolscout.upstream.offerings import Offerings
 
@@ -56,24 +53,10 @@ NoticeListener = Callable[[str, Any], Awaitable[None]]
 _PENDING_NOTICES = 256
 
 
-@dataclasses.dataclass(frozen=True)
-class GatewayOptions:
-    """How a gateway runs its upstreams: built once (from the command line by
-    `toolscout.commands._gateway.command_options`, or by a test) and passed whole."""
-
-    start_timeout: float = DEFAULT_START_TIMEOUT
-    # Per call, unless a registry entry's "timeout" says otherwise.
-    call_timeout: float = DEFAULT_CALL_TIMEOUT
-    # Failed restarts in a row before an upstream is given up on; 0: one attempt, never restarted.
-    max_restarts: int = DEFAULT_MAX_RESTARTS
-    # A session up at least this long is restarted at once when it ends (`toolscout.upstream.pool`).
-    stable_uptime: float = STABLE_UPTIME
-    # After the fast restarts, how often an upstream is tried again; None: given up on instead.
-    retry_interval: float | None = DEFAULT_RETRY_INTERVAL
-    limits: Limits = Limits()
-
-
 class Gateway:
+    # The whole gateway is the view with no profile (`toolscout.gateway.view`).
+    profile: Profile | None = None
+
     def __init__(
         self,
         specs: Sequence[ServerSpec],
@@ -153,6 +136,14 @@ class Gateway:
         finally:
             await self._pool.__aexit__(exc_type, exc, tb)
         return None
+
+    def view(self, profile: Profile | None) -> GatewayView:
+        """The gateway as a client with `profile` may see it; None: all of it."""
+        return self if profile is None else ScopedGateway(self, profile)
+
+    def allows_server(self, server: str) -> bool:
+        """Every server is the whole gateway's to reach (a profile's view says otherwise)."""
+        return True
 
     @property
     def catalog(self) -> Catalog:
