@@ -11,11 +11,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from toolscout.dashboard.parts import UI_PATH
 from toolscout.dashboard.render import page
+from toolscout.gateway import view_of
 from toolscout.serving.answer import explain_hit, match_verdict, search_answer
 
 if TYPE_CHECKING:
-    from toolscout.dashboard.site import Dashboard
+    from toolscout.dashboard.parts import DashboardParts
 
 __all__ = ["routes"]
 
@@ -24,9 +26,7 @@ _MAX_LIMIT = 50
 _MAX_QUERY = 2000
 
 
-def routes(dashboard: Dashboard) -> list[Route]:
-    from toolscout.dashboard.site import UI_PATH
-
+def routes(dashboard: DashboardParts) -> list[Route]:
     profiles = sorted(dashboard.profiles.profiles.by_name) if dashboard.profiles is not None else []
 
     async def playground(request: Request) -> Response:
@@ -39,7 +39,7 @@ def routes(dashboard: Dashboard) -> list[Route]:
         context: dict[str, Any] = {"query": query, "profiles": profiles, "profile": chosen, "limit": limit}
         if query:
             named = dashboard.profiles.profiles.by_name if dashboard.profiles is not None else {}
-            view = dashboard.gateway.view(named.get(chosen) if chosen else None)
+            view = view_of(dashboard.gateway, named.get(chosen) if chosen else None)
             response = await view.search(query, limit=limit)
             answer = search_answer(response, view.statuses(), view.catalog)
             signals = [*response.signals, "learned"]

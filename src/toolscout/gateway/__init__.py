@@ -12,7 +12,7 @@ refreshes its descriptions and notifies its clients). The engine's heavy `comple
 searches answer from what the engine has, with a notice.
 
 What a client may see of it is a `GatewayView` (`view`): the whole `Gateway` is the view with no
-profile, `gateway.view(profile)` a `ScopedGateway` with only that profile's servers and tools. The
+profile, `view_of(gateway, profile)` a `ScopedGateway` with only that profile's servers and tools. The
 MCP face, the dashboard and the commands type against the view.
 
 The gateway is the one object the MCP server and the commands talk to: it owns the upstream pool
@@ -40,7 +40,7 @@ from toolscout.gateway.core import (
     ServerFilter,
 )
 from toolscout.gateway.indexing import CatalogEnricher, CatalogIndexer, SummaryScreen, ToolScreen
-from toolscout.gateway.scoped import ScopedGateway
+from toolscout.gateway.scoped import ScopedGateway, view_of
 from toolscout.gateway.view import GatewayView
 
 __all__ = [
@@ -56,4 +56,5 @@ __all__ = [
     "ServerFilter",
     "SummaryScreen",
     "ToolScreen",
+    "view_of",
 ]

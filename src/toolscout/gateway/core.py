@@ -25,8 +25,6 @@ from toolscout.gateway.notices import Notices
 from toolscout.gateway.options import GatewayOptions
 from toolscout.gateway.overrides import overrides_of, upstream_arguments
 from toolscout.gateway.relaying import OfferingsRelay
-from toolscout.gateway.scoped import ScopedGateway
-from toolscout.gateway.view import GatewayView
 from toolscout.naming import id_server
 from toolscout.registry.spec import ServerSpec
 from toolscout.search import SearchEngine, SearchResponse
@@ -46,7 +44,8 @@ logger = logging.getLogger(__name__)
 
 
 class Gateway(OfferingsRelay):
-    # The whole gateway is the view with no profile (`toolscout.gateway.view`).
+    # The whole gateway is the view with no profile (`toolscout.gateway.view`; a profile's view is
+    # `toolscout.gateway.scoped.view_of`).
     profile: Profile | None = None
 
     def __init__(
@@ -121,10 +120,6 @@ class Gateway(OfferingsRelay):
         finally:
             await self._pool.__aexit__(exc_type, exc, tb)
         return None
-
-    def view(self, profile: Profile | None) -> GatewayView:
-        """The gateway as a client with `profile` may see it; None: all of it."""
-        return self if profile is None else ScopedGateway(self, profile)
 
     def allows_server(self, server: str) -> bool:
         """Every server is the whole gateway's to reach (a profile's view says otherwise)."""

@@ -1,6 +1,6 @@
 """The gateway as one profile sees it (a `toolscout.gateway.view.GatewayView`).
 
-    view = gateway.view(profile)                # a ScopedGateway; gateway.view(None) is the gateway
+    view = view_of(gateway, profile)            # a ScopedGateway; with profile None, the gateway
 
 `ScopedGateway` answers what the MCP face asks a gateway (statuses, catalog, search, call,
 resources, prompts, ...) with only the servers and tools of one profile: search never returns,
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import mcp_types as types
 
     from toolscout.gateway.core import Gateway
+    from toolscout.gateway.view import GatewayView
     from toolscout.registry.profiles import Profile
     from toolscout.search import SearchResponse
     from toolscout.upstream.limits import Limits
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from toolscout.upstream.session import Caller, InputRound, ProgressFn
     from toolscout.upstream.status import UpstreamStatus
 
-__all__ = ["ScopedGateway"]
+__all__ = ["ScopedGateway", "view_of"]
 
 
 class ScopedGateway:
@@ -142,3 +143,8 @@ class ScopedGateway:
             if (server := self.gateway.server_of(tool_id)) is not None and self.profile.allows(tool_id, server)
         }
         return Catalog.of(tools, withheld)
+
+
+def view_of(gateway: Gateway, profile: Profile | None) -> GatewayView:
+    """`gateway` as a client with `profile` may see it; None: all of it."""
+    return gateway if profile is None else ScopedGateway(gateway, profile)

@@ -1,6 +1,6 @@
 """What a client may see of the gateway: one protocol, whoever asks.
 
-    view = gateway.view(profile)              # a profile's part; gateway.view(None) is the gateway
+    view = view_of(gateway, profile)          # a profile's part; with profile None, the gateway
     response = await view.search("convert a time zone", limit=5)
     await view.call(view.catalog.by_id[tool_id], arguments)
 

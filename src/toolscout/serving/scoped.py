@@ -1,7 +1,7 @@
 """Which profile a request is served with, and the HTTP paths that name one.
 
     profile = chooser.choose(ctx)               # None: the whole gateway
-    view = gateway.view(profile)                # what the meta-tools of that client work with
+    view = view_of(gateway, profile)            # what the meta-tools of that client work with
 
 What a profile's client sees of the gateway is a `toolscout.gateway.ScopedGateway` (re-exported
 here): only the servers and tools of that profile.

@@ -30,7 +30,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from toolscout import __version__
 from toolscout.catalog import Catalog, ToolRecord
 from toolscout.errors import CallRefused, ToolCallError, UnknownToolError, UpstreamConfigurationError, UpstreamError
-from toolscout.gateway import Gateway, GatewayView
+from toolscout.gateway import Gateway, GatewayView, view_of
 from toolscout.naming import MAX_ID_LENGTH, qualified_forms
 from toolscout.printable import controls_shown
 from toolscout.serving.request_ids import HEADER as REQUEST_ID_HEADER
@@ -166,7 +166,7 @@ class MetaTools:
     def view(self, ctx: ServerRequestContext[Any] | None) -> GatewayView:
         """The gateway as the client of this request may see it: its profile's part, or all of it."""
         profile = self._profiles.choose(ctx.request if ctx is not None else None) if self._profiles else None
-        return self.gateway.view(profile)
+        return view_of(self.gateway, profile)
 
     # --- tools/list ------------------------------------------------------------------------
 
