@@ -69,8 +69,14 @@ def _imports(path: Path) -> set[str]:
                 name = ".".join([*base, node.module] if node.module else base)
             else:
                 name = node.module or ""
-            found.add(name)
+            # `from package import module` imports that module, not the package's __init__.
+            found.update(f"{name}.{a.name}" if _is_module(f"{name}.{a.name}") else name for a in node.names)
     return {name for name in found if name == "toolscout" or name.startswith("toolscout.")}
+
+
+def _is_module(name: str) -> bool:
+    path = PACKAGE.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
 def _room(module: str) -> str:
@@ -106,26 +112,45 @@ def test_rooms_import_only_rooms_of_a_lower_floor():
     assert upward == []
 
 
+def _loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """A path that comes back to where it began, from each node of `graph` that has one."""
+    finished: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        if node in path:
+            return path[path.index(node):] + [node]
+        if node in finished:
+            return None
+        for nxt in sorted(graph.get(node, ())):
+            loop = visit(nxt, [*path, node])
+            if loop:
+                return loop
+        finished.add(node)
+        return None
+
+    return [loop for node in sorted(graph) if (loop := visit(node, []))]
+
+
 def test_no_two_rooms_import_each_other_through_any_path():
     graph: dict[str, set[str]] = {}
     for a, b in _edges():
         graph.setdefault(a, set()).add(b)
-    finished: set[str] = set()
+    assert _loops(graph) == []
 
-    def visit(room: str, path: list[str]) -> list[str] | None:
-        if room in path:
-            return path[path.index(room):] + [room]
-        if room in finished:
-            return None
-        for nxt in sorted(graph.get(room, ())):
-            loop = visit(nxt, [*path, room])
-            if loop:
-                return loop
-        finished.add(room)
-        return None
 
-    loops = [loop for room in sorted(graph) if (loop := visit(room, []))]
-    assert loops == []
+def _module_imports() -> dict[str, set[str]]:
+    """Module -> the toolscout modules it imports (at the top, inside a function or for type checking)."""
+    graph: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        module = _module_name(path)
+        graph[module] = {name for name in _imports(path) if name != module and _is_module(name)}
+    return graph
+
+
+def test_no_module_imports_itself_back_through_any_path():
+    """Within a room too (the dashboard's pages and their site, the gateway and its views): a
+    module that needs a type of a module importing it takes a Protocol of its own instead."""
+    assert _loops(_module_imports()) == []
 
 
 def test_the_top_of_the_package_holds_at_most_nine_modules():

@@ -10,10 +10,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from toolscout.dashboard.parts import UI_PATH
 from toolscout.dashboard.render import page
 
 if TYPE_CHECKING:
-    from toolscout.dashboard.site import Dashboard
+    from toolscout.dashboard.parts import DashboardParts
     from toolscout.serving.recent import Minute
 
 __all__ = ["routes"]
@@ -45,9 +46,7 @@ def _row(name: str, minutes: list[Minute]) -> dict[str, Any]:
     }
 
 
-def routes(dashboard: Dashboard) -> list[Route]:
-    from toolscout.dashboard.site import UI_PATH
-
+def routes(dashboard: DashboardParts) -> list[Route]:
     async def activity(request: Request) -> Response:
         recent = dashboard.metrics.recent if dashboard.metrics is not None else None
         rows = [_row(name, recent.minutes(name)) for name in recent.rows()] if recent is not None else None

@@ -11,19 +11,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from toolscout.dashboard.parts import UI_PATH, back_to
 from toolscout.dashboard.render import page
 
 if TYPE_CHECKING:
-    from toolscout.dashboard.site import Dashboard
+    from toolscout.dashboard.parts import DashboardParts
 
 __all__ = ["routes"]
 
 _SHOWN = 500
 
 
-def routes(dashboard: Dashboard) -> list[Route]:
-    from toolscout.dashboard.site import UI_PATH, back_to
-
+def routes(dashboard: DashboardParts) -> list[Route]:
     async def learning(request: Request) -> Response:
         usage, cache = dashboard.usage, dashboard.phrases
         examples = (await anyio.to_thread.run_sync(usage.entries))[:_SHOWN] if usage is not None else None

@@ -11,12 +11,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from toolscout.dashboard.parts import UI_PATH
 from toolscout.dashboard.render import page
+from toolscout.gateway import view_of
 from toolscout.serving.answer import explain_hit, match_verdict, search_answer
-from toolscout.serving.scoped import ScopedGateway
 
 if TYPE_CHECKING:
-    from toolscout.dashboard.site import Dashboard
+    from toolscout.dashboard.parts import DashboardParts
 
 __all__ = ["routes"]
 
@@ -25,9 +26,7 @@ _MAX_LIMIT = 50
 _MAX_QUERY = 2000
 
 
-def routes(dashboard: Dashboard) -> list[Route]:
-    from toolscout.dashboard.site import UI_PATH
-
+def routes(dashboard: DashboardParts) -> list[Route]:
     profiles = sorted(dashboard.profiles.profiles.by_name) if dashboard.profiles is not None else []
 
     async def playground(request: Request) -> Response:
@@ -39,9 +38,8 @@ def routes(dashboard: Dashboard) -> list[Route]:
             limit = _DEFAULT_LIMIT
         context: dict[str, Any] = {"query": query, "profiles": profiles, "profile": chosen, "limit": limit}
         if query:
-            view: Any = dashboard.gateway
-            if chosen and dashboard.profiles is not None and chosen in dashboard.profiles.profiles.by_name:
-                view = ScopedGateway(dashboard.gateway, dashboard.profiles.profiles.by_name[chosen])
+            named = dashboard.profiles.profiles.by_name if dashboard.profiles is not None else {}
+            view = view_of(dashboard.gateway, named.get(chosen) if chosen else None)
             response = await view.search(query, limit=limit)
             answer = search_answer(response, view.statuses(), view.catalog)
             signals = [*response.signals, "learned"]

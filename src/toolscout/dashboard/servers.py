@@ -12,10 +12,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from toolscout.dashboard.parts import UI_PATH, back_to
 from toolscout.dashboard.render import page
 
 if TYPE_CHECKING:
-    from toolscout.dashboard.site import Dashboard
+    from toolscout.dashboard.parts import DashboardParts
 
 __all__ = ["routes"]
 
@@ -25,9 +26,7 @@ _LOGIN = re.compile(r"toolscout login \S+(?: --registry \S+)?")
 _TRY_WAIT = 10.0
 
 
-def routes(dashboard: Dashboard) -> list[Route]:
-    from toolscout.dashboard.site import UI_PATH, back_to
-
+def routes(dashboard: DashboardParts) -> list[Route]:
     gateway = dashboard.gateway
 
     async def servers(request: Request) -> Response:

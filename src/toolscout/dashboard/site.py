@@ -25,41 +25,31 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from toolscout.dashboard.activity import routes as activity_routes
+from toolscout.dashboard.learning import routes as learning_routes
+from toolscout.dashboard.playground import routes as playground_routes
+from toolscout.dashboard.servers import routes as servers_routes
+from toolscout.dashboard.tools import routes as tools_routes
 from toolscout.dashboard.access import COOKIE, SESSION_LIFETIME, Access, Operator
-from toolscout.errors import AccessRefused
+from toolscout.dashboard.parts import UI_PATH, DashboardParts, Handler
 from toolscout.dashboard.render import SECURITY_HEADERS, page
+from toolscout.errors import AccessRefused
 
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-    from toolscout.gateway import Gateway
-    from toolscout.learning.expansion_cache import ExpansionCache
-    from toolscout.learning.usage import UsageStore
-    from toolscout.security.pinning import PinStore
     from toolscout.serving.clients import ClientTokens
-    from toolscout.serving.metrics import GatewayMetrics
-    from toolscout.serving.scoped import ProfileChooser
 
 __all__ = ["UI_PATH", "Dashboard", "Handler"]
 
 logger = logging.getLogger(__name__)
 
-UI_PATH = "/ui"
-Handler = Callable[[Request], Awaitable[Response]]
-
 
 @dataclass
-class Dashboard:
-    """What the pages read and change: the gateway and the stores it runs with (None: that part
-    of the dashboard says it is off)."""
+class Dashboard(DashboardParts):
+    """The pages over what they read and change (`DashboardParts`), and who may use them."""
 
-    gateway: Gateway
-    metrics: GatewayMetrics | None = None
-    profiles: ProfileChooser | None = None
-    pins: PinStore | None = None
-    usage: UsageStore | None = None
-    phrases: ExpansionCache | None = None
     # Open the sign-in link in a browser when serving starts (`toolscout ui`).
     open_browser: bool = False
     access: Access = field(default_factory=lambda: Access(None, ()))
@@ -95,8 +85,6 @@ class Dashboard:
                 logger.warning("could not start a browser here; open the link above yourself")
 
     def _site(self, hosts: Any) -> Starlette:
-        from toolscout.dashboard import activity, learning, playground, servers, tools
-
         async def unsafe(request: Request) -> Response | None:
             """A refusal for a request from elsewhere: a Host or Origin /mcp would refuse, or a
             POST whose Origin is not this very server."""
@@ -129,8 +117,8 @@ class Dashboard:
             return checked
 
         routes = [
-            *servers.routes(self), *tools.routes(self), *playground.routes(self),
-            *learning.routes(self), *activity.routes(self),
+            *servers_routes(self), *tools_routes(self), *playground_routes(self),
+            *learning_routes(self), *activity_routes(self),
         ]
         guarded_routes = [Route(r.path, guarded(r.endpoint), methods=r.methods) for r in routes]
         return Starlette(routes=[
@@ -195,8 +183,3 @@ def _same_origin(request: Request) -> bool:
 async def _stylesheet(request: Request) -> Response:
     css = resources.files("toolscout.dashboard").joinpath("static/dashboard.css").read_text(encoding="utf-8")
     return Response(css, media_type="text/css", headers={**SECURITY_HEADERS, "cache-control": "max-age=3600"})
-
-
-def back_to(path: str) -> Response:
-    """After a change: see the page again (POST, then redirect, then GET)."""
-    return RedirectResponse(path, status_code=303, headers=SECURITY_HEADERS)

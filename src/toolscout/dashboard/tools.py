@@ -13,12 +13,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from toolscout.dashboard.parts import UI_PATH, back_to
 from toolscout.dashboard.render import page
 from toolscout.security.pinning import record_from_definition
 from toolscout.security.poisoning import scan_tool, summarize
 
 if TYPE_CHECKING:
-    from toolscout.dashboard.site import Dashboard, Handler
+    from toolscout.dashboard.parts import DashboardParts, Handler
     from toolscout.security.verdicts import PendingChange
 
 __all__ = ["routes"]
@@ -27,9 +28,7 @@ __all__ = ["routes"]
 _SHOWN = 500
 
 
-def routes(dashboard: Dashboard) -> list[Route]:
-    from toolscout.dashboard.site import UI_PATH, back_to
-
+def routes(dashboard: DashboardParts) -> list[Route]:
     gateway = dashboard.gateway
 
     async def tools(request: Request) -> Response:
@@ -83,7 +82,7 @@ def routes(dashboard: Dashboard) -> list[Route]:
     ]
 
 
-def _pending(dashboard: Dashboard) -> list[dict[str, Any]]:
+def _pending(dashboard: DashboardParts) -> list[dict[str, Any]]:
     """Each pending definition, with what the poisoning scan says of it (as `toolscout approve` shows)."""
     pending = []
     for change in dashboard.pins.pending() if dashboard.pins is not None else ():

@@ -11,6 +11,10 @@ refreshes its descriptions and notifies its clients). The engine's heavy `comple
 (embeddings) runs after each re-index in a worker thread in the background; until it is done,
 searches answer from what the engine has, with a notice.
 
+What a client may see of it is a `GatewayView` (`view`): the whole `Gateway` is the view with no
+profile, `view_of(gateway, profile)` a `ScopedGateway` with only that profile's servers and tools. The
+MCP face, the dashboard and the commands type against the view.
+
 The gateway is the one object the MCP server and the commands talk to: it owns the upstream pool
 (nobody else touches it) and answers for it (`limits`, `server_names()`, `server_of(tool_id)`,
 `status_of(server)`, `listed()`, `stop_upstreams()`, `end_upstreams_now()`). It depends on the engine only through the
@@ -36,6 +40,8 @@ from toolscout.gateway.core import (
     ServerFilter,
 )
 from toolscout.gateway.indexing import CatalogEnricher, CatalogIndexer, SummaryScreen, ToolScreen
+from toolscout.gateway.scoped import ScopedGateway, view_of
+from toolscout.gateway.view import GatewayView
 
 __all__ = [
     "CatalogEnricher",
@@ -43,9 +49,12 @@ __all__ = [
     "CatalogListener",
     "Gateway",
     "GatewayOptions",
+    "GatewayView",
     "NoticeListener",
     "OfferingsListener",
+    "ScopedGateway",
     "ServerFilter",
     "SummaryScreen",
     "ToolScreen",
+    "view_of",
 ]

@@ -1,13 +1,14 @@
 """The gateway (`toolscout.gateway`, whose docstring tells what it does): the upstream pool and
-the search engine kept in step over one catalog, its offerings, and the notices it relays. What it
-does at each change is a `toolscout.gateway.indexing.CatalogIndexer` of its own.
+the search engine kept in step over one catalog. Its parts, one module each: what it does at each
+change (`indexing.CatalogIndexer`), the engine's background completion (`completion`), what it
+relays besides tools (`relaying.OfferingsRelay`, which it is), the notices it hands on (`notices`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -16,19 +17,17 @@ import anyio.abc
 import anyio.to_thread
 
 from toolscout.catalog import Catalog, ToolRecord
-from toolscout.gateway.indexing import CatalogEnricher, CatalogIndexer, ProgressLog, SummaryScreen, ToolScreen
+from toolscout.gateway.completion import EngineCompletion
+from toolscout.gateway.indexing import CatalogEnricher, CatalogIndexer, SummaryScreen, ToolScreen
 from toolscout.gateway.last_listed import LastListed
+from toolscout.gateway.listeners import CatalogListener, NoticeListener, OfferingsListener, ServerFilter, tell_all
+from toolscout.gateway.notices import Notices
+from toolscout.gateway.options import GatewayOptions
 from toolscout.gateway.overrides import overrides_of, upstream_arguments
+from toolscout.gateway.relaying import OfferingsRelay
 from toolscout.naming import id_server
 from toolscout.registry.spec import ServerSpec
 from toolscout.search import SearchEngine, SearchResponse
-from toolscout.upstream.defaults import (
-    DEFAULT_CALL_TIMEOUT,
-    DEFAULT_MAX_RESTARTS,
-    DEFAULT_RETRY_INTERVAL,
-    DEFAULT_START_TIMEOUT,
-    STABLE_UPTIME,
-)
 from toolscout.upstream.catalog_cache import SeenCatalog
 from toolscout.upstream.limits import Limits
 from toolscout.upstream.status import State, UpstreamStatus
@@ -36,44 +35,19 @@ from toolscout.upstream.status import State, UpstreamStatus
 if TYPE_CHECKING:
     import mcp_types as types
 
+    from toolscout.registry.profiles import Profile
     from toolscout.upstream.session import Caller, InputRound, ProgressFn
-    from toolscout.upstream.offerings import Offerings
 
 __all__ = ["CatalogListener", "Gateway", "GatewayOptions", "NoticeListener", "OfferingsListener", "ServerFilter"]
 
 logger = logging.getLogger(__name__)
 
-CatalogListener = Callable[[Catalog], Awaitable[None]]
-# Awaited when the resources (or templates) or the prompts clients would list changed:
-# (resources changed, prompts changed).
-OfferingsListener = Callable[[bool, bool], Awaitable[None]]
-# Whether a client may reach a server (a profile's limit); None where a client may reach all.
-ServerFilter = Callable[[str], bool]
-# Awaited with what an upstream announced for clients: (server, the MCP notification), e.g. a log
-# message or an updated resource.
-NoticeListener = Callable[[str, Any], Awaitable[None]]
-# Notices waiting for their listeners; beyond this (a flood of log messages) new ones are dropped.
-_PENDING_NOTICES = 256
 
+class Gateway(OfferingsRelay):
+    # The whole gateway is the view with no profile (`toolscout.gateway.view`; a profile's view is
+    # `toolscout.gateway.scoped.view_of`).
+    profile: Profile | None = None
 
-@dataclasses.dataclass(frozen=True)
-class GatewayOptions:
-    """How a gateway runs its upstreams: built once (from the command line by
-    `toolscout.commands._gateway.command_options`, or by a test) and passed whole."""
-
-    start_timeout: float = DEFAULT_START_TIMEOUT
-    # Per call, unless a registry entry's "timeout" says otherwise.
-    call_timeout: float = DEFAULT_CALL_TIMEOUT
-    # Failed restarts in a row before an upstream is given up on; 0: one attempt, never restarted.
-    max_restarts: int = DEFAULT_MAX_RESTARTS
-    # A session up at least this long is restarted at once when it ends (`toolscout.upstream.pool`).
-    stable_uptime: float = STABLE_UPTIME
-    # After the fast restarts, how often an upstream is tried again; None: given up on instead.
-    retry_interval: float | None = DEFAULT_RETRY_INTERVAL
-    limits: Limits = Limits()
-
-
-class Gateway:
     def __init__(
         self,
         specs: Sequence[ServerSpec],
@@ -89,9 +63,9 @@ class Gateway:
         still starting (`toolscout.gateway.last_listed`); None: only what comes up."""
         # The MCP SDK comes with the pool: imported here, by a gateway that may connect.
         from toolscout.oauth.provider import upstream_auth
-        from toolscout.upstream.offerings import Offerings
         from toolscout.upstream.pool import UpstreamPool
 
+        super().__init__()
         self.options = options
         self.engine = engine
         self._indexer = CatalogIndexer(engine, screens=screens, enrich=enrich, overrides=overrides_of(specs))
@@ -99,6 +73,7 @@ class Gateway:
         self._last_listed = LastListed(stored)
         # Only the gateway (and toolscout.upstream) touches the pool; the server and the commands use
         # the accessors below.
+        self._notices = Notices()
         self._pool = UpstreamPool(
             specs,
             start_timeout=options.start_timeout,
@@ -108,21 +83,13 @@ class Gateway:
             retry_interval=options.retry_interval,
             limits=options.limits,
             on_change=self._on_pool_change,
-            on_notice=self._on_notice,
+            on_notice=self._notices.put,
             sign_in=upstream_auth,
         )
         self._listeners: list[CatalogListener] = []
-        self._offerings: Offerings = Offerings()
-        self._offerings_listeners: list[OfferingsListener] = []
-        self._notice_listeners: list[NoticeListener] = []
-        self._notices_in, self._notices_out = anyio.create_memory_object_stream[tuple[str, Any]](_PENDING_NOTICES)
         self._changed = anyio.Event()
         self._sync_lock = anyio.Lock()
-        self._needs_complete = anyio.Event()
-        self._indexed_generation = 0
-        self._completed_generation = 0
-        self._completed = anyio.Event()
-        self._progress = ProgressLog()
+        self._completion = EngineCompletion(engine)
         self._task_group: anyio.abc.TaskGroup | None = None
         # Set once the upstreams' first starts settled (or `ready`'s wait ran out) and what was up
         # was indexed: a load balancer may send traffic from then on.
@@ -137,8 +104,8 @@ class Gateway:
         # which then overlap with the upstreams' starts instead of following them.
         self._changed.set()
         self._task_group.start_soon(self._follow_changes, name="catalog sync")
-        self._task_group.start_soon(self._complete_in_background, name="engine completion")
-        self._task_group.start_soon(self._deliver_notices, name="upstream notices")
+        self._task_group.start_soon(self._completion.run, name="engine completion")
+        self._task_group.start_soon(self._notices.deliver, name="upstream notices")
         return self
 
     async def __aexit__(
@@ -146,13 +113,17 @@ class Gateway:
     ) -> bool | None:
         assert self._task_group is not None
         # Stop following the pool first: upstreams going down at shutdown must not re-index.
-        self._progress.stop()
+        self._completion.progress.stop()
         self._task_group.cancel_scope.cancel()
         try:
             await self._task_group.__aexit__(None, None, None)
         finally:
             await self._pool.__aexit__(exc_type, exc, tb)
         return None
+
+    def allows_server(self, server: str) -> bool:
+        """Every server is the whole gateway's to reach (a profile's view says otherwise)."""
+        return True
 
     @property
     def catalog(self) -> Catalog:
@@ -163,22 +134,9 @@ class Gateway:
         """`listener(catalog)` is awaited after each re-index."""
         self._listeners.append(listener)
 
-    @property
-    def offerings(self) -> Offerings:
-        """The resources, templates and prompts clients see now: of the upstreams that are up, screened."""
-        return self._offerings
-
-    def listed_offerings(self) -> Offerings:
-        """What the upstreams that are up offer now besides tools, before the screens withhold any."""
-        return self._pool.offerings()
-
-    def add_offerings_listener(self, listener: OfferingsListener) -> None:
-        """`listener(resources_changed, prompts_changed)` is awaited after the offerings change."""
-        self._offerings_listeners.append(listener)
-
     def add_notice_listener(self, listener: NoticeListener) -> None:
         """`listener(server, notification)` is awaited with each log message or resource update."""
-        self._notice_listeners.append(listener)
+        self._notices.add_listener(listener)
 
     @property
     def limits(self) -> Limits:
@@ -255,16 +213,12 @@ class Gateway:
 
     async def wait_complete(self) -> None:
         """Wait until the engine's `complete()` has caught up with the latest index."""
-        while self._completed_generation < self._indexed_generation:
-            await self._completed.wait()
+        await self._completion.wait()
 
     @property
     def embedding_backlog(self) -> int:
         """Tools indexed but not embedded yet (0 once the engine's `complete()` caught up)."""
-        if self._completed_generation >= self._indexed_generation:
-            return 0
-        remaining = self._progress.remaining
-        return len(self.catalog.tools) if remaining is None else remaining
+        return self._completion.backlog(len(self.catalog.tools))
 
     def rescreen(self) -> None:
         """Ask for the screens to be run again (e.g. after a person approved a changed tool)."""
@@ -273,34 +227,12 @@ class Gateway:
     async def sync(self) -> None:
         """Rebuild the catalog from the pool; re-index and notify only if it changed."""
         async with self._sync_lock:
-            await self._sync_offerings()
+            await self._sync_offerings(self._indexer)
             if not await self._indexer.update(self._last_listed.searchable(self._pool.catalog(), self._pool.statuses())):
                 return
             catalog = self.catalog
-            self._indexed_generation += 1
-            self._needs_complete.set()
-            for listener in self._listeners:
-                try:
-                    await listener(catalog)
-                except Exception:  # noqa: BLE001 - a listener's failure must not stop re-indexing
-                    logger.exception("catalog listener failed")
-
-    async def _sync_offerings(self) -> None:
-        listed = self.listed_offerings()
-        withheld = await self._indexer.withheld(listed.records())
-        for name, reason in withheld.items():
-            if name not in self._offerings.withheld:
-                logger.warning("withholding '%s': %s", name, reason)
-        offerings = listed.screened(withheld)
-        if offerings.fingerprint == self._offerings.fingerprint:
-            return
-        resources_changed, prompts_changed = offerings.kinds_changed(self._offerings)
-        self._offerings = offerings
-        for listener in self._offerings_listeners:
-            try:
-                await listener(resources_changed, prompts_changed)
-            except Exception:  # noqa: BLE001 - a listener's failure must not stop re-indexing
-                logger.exception("offerings listener failed")
+            self._completion.indexed()
+            await tell_all(self._listeners, catalog, what="catalog")
 
     async def bring_up(self, server: str) -> bool:
         """Whether a down upstream is up now, its tools in the catalog: a start of it under way is
@@ -343,133 +275,6 @@ class Gateway:
                 raise unavailable(self.status_of(tool.server) or status, waited=round(anyio.current_time() - began))
         return await self._pool.call(tool, upstream_arguments(tool, arguments), progress, round_, caller=caller)
 
-    async def read_resource(
-        self, uri: str, round_: InputRound | None = None, *, allows: ServerFilter | None = None,
-        caller: Caller | None = None,
-    ) -> tuple[str, types.ReadResourceResult | types.InputRequiredResult]:
-        """(its server, the resource) read from the upstream that owns it, its contents under our
-        names; "input required" only for a client that cannot be asked back. `allows`: the
-        servers the asking client may reach (a profile's); others' resources are unknown to it."""
-        import mcp_types as types
-
-        from toolscout.naming import namespaced_uri
-
-        server, own = self.resource_owner(uri, allows=allows)
-        result = await self._pool.upstreams[server].session.read_resource(own, round_, caller=caller)
-        if isinstance(result, types.InputRequiredResult):
-            return server, result
-        contents = [item.model_copy(update={"uri": namespaced_uri(server, item.uri)}) for item in result.contents]
-        return server, result.model_copy(update={"contents": contents})
-
-    async def subscribe(self, uri: str, subscribe: bool = True) -> None:
-        """Subscribe to (or unsubscribe from) a namespaced resource at the upstream that owns it."""
-        server, own = self.resource_owner(uri)
-        await self._pool.upstreams[server].session.subscribe(own, subscribe)
-
-    async def get_prompt(
-        self, name: str, arguments: Mapping[str, str], round_: InputRound | None = None, *,
-        allows: ServerFilter | None = None, caller: Caller | None = None,
-    ) -> tuple[str, types.GetPromptResult | types.InputRequiredResult]:
-        """(its server, the prompt) by its exposed name from its upstream, after checking the
-        arguments; "input required" only for a client that cannot be asked back. `allows`: as
-        for `read_resource`."""
-        from toolscout.errors import NotOfferedError, RequestError
-
-        offerings = self._offerings_for(allows)
-        if name in offerings.withheld:
-            raise NotOfferedError(f"Prompt '{name}' is withheld: {offerings.withheld[name]}")
-        found = offerings.prompt(name)
-        if found is None:
-            known = ", ".join(p.name for p in offerings.listed_prompts()[:20]) or "none"
-            raise NotOfferedError(f"Unknown prompt '{name}'. Prompts offered now: {known}.")
-        server, prompt = found
-        declared = {a.name: a for a in prompt.arguments or []}
-        missing = [a for a, arg in declared.items() if arg.required and a not in arguments]
-        unknown = [a for a in arguments if a not in declared]
-        if missing or unknown:
-            problems = ([f"missing required argument(s): {', '.join(missing)}"] if missing else []) + (
-                [f"unknown argument(s): {', '.join(unknown)}"] if unknown else [])
-            expected = ", ".join(f"{a}{'' if arg.required else ' (optional)'}" for a, arg in declared.items()) or "none"
-            raise RequestError(f"Prompt '{name}': {'; '.join(problems)}. It takes: {expected}.")
-        return server, await self._pool.upstreams[server].session.get_prompt(prompt.name, arguments, round_, caller=caller)
-
-    async def complete(
-        self, ref: types.PromptReference | types.ResourceTemplateReference, argument: dict[str, str],
-        context: dict[str, str] | None, *, allows: ServerFilter | None = None,
-    ) -> types.CompleteResult:
-        """Route a completion to the upstream that owns the prompt or template, in its own names;
-        `allows`: as for `read_resource`."""
-        import mcp_types as types
-
-        from toolscout.errors import NotOfferedError
-
-        offerings = self._offerings_for(allows)
-        if isinstance(ref, types.PromptReference):
-            found = offerings.prompt(ref.name)
-            if found is None:
-                raise NotOfferedError(f"Unknown prompt '{ref.name}'; list prompts for the names offered now.")
-            server, prompt = found
-            own: types.PromptReference | types.ResourceTemplateReference = ref.model_copy(update={"name": prompt.name})
-        else:
-            server, uri = self.resource_owner(ref.uri, allows=allows)
-            if not offerings.has_template(server, uri):
-                raise NotOfferedError(f"Unknown resource template '{ref.uri}'; list resource templates for those offered now.")
-            own = ref.model_copy(update={"uri": uri})
-        return await self._pool.upstreams[server].session.complete(own, argument, context)
-
-    async def set_logging_level(self, level: types.LoggingLevel) -> None:
-        """Forward logging/setLevel to every upstream that is up and declares logging."""
-        for upstream in self._pool.upstreams.values():
-            if upstream.state is State.UP:
-                try:
-                    await upstream.session.set_logging_level(level)
-                except Exception as exc:  # noqa: BLE001 - one upstream's refusal does not fail the request
-                    logger.info("upstream '%s' did not take logging level %s: %s", upstream.name, level, exc)
-
-    def resource_owner(self, uri: str, *, allows: ServerFilter | None = None) -> tuple[str, str]:
-        """(server, the upstream's URI) for a namespaced URI, or for an upstream's own URI that
-        only one upstream offers; NotOfferedError if none can serve it now (to a client that
-        `allows` limits, a server outside its limit serves nothing)."""
-        from toolscout.errors import NotOfferedError
-        from toolscout.naming import namespaced_uri, split_uri
-
-        offerings = self._offerings_for(allows)
-        owner = split_uri(uri)
-        if owner is None or owner[0] not in self._pool.upstreams or (allows is not None and not allows(owner[0])):
-            servers = offerings.owners_of(uri)
-            if len(servers) != 1:
-                several = f" It is offered by several servers ({', '.join(servers)}): name one." if servers else ""
-                raise NotOfferedError(
-                    f"Unknown resource '{uri}'.{several} Resources here are named toolscout://SERVER/URI, as "
-                    "resources/list and resources/templates/list give them."
-                )
-            owner = (servers[0], uri)
-        server, own = owner
-        exposed = namespaced_uri(server, own)
-        if exposed in offerings.withheld:
-            raise NotOfferedError(f"Resource '{uri}' is withheld: {offerings.withheld[exposed]}")
-        upstream = self._pool.upstreams[server]
-        if upstream.state is not State.UP:
-            raise NotOfferedError(f"Resource '{uri}': upstream '{server}' is not available ({upstream.reason or upstream.state.value}).")
-        return server, own
-
-    def _offerings_for(self, allows: ServerFilter | None) -> Offerings:
-        return self._offerings if allows is None else self._offerings.only(allows)
-
-    def _on_notice(self, server: str, notification: Any) -> None:
-        try:
-            self._notices_in.send_nowait((server, notification))
-        except anyio.WouldBlock:
-            logger.debug("notices are behind; dropped one from upstream '%s'", server)
-
-    async def _deliver_notices(self) -> None:
-        async for server, notification in self._notices_out:
-            for listener in self._notice_listeners:
-                try:
-                    await listener(server, notification)
-                except Exception:  # noqa: BLE001 - a listener's failure must not stop delivery
-                    logger.exception("notice listener failed")
-
     def _on_pool_change(self) -> None:
         self._changed.set()
 
@@ -481,18 +286,3 @@ class Gateway:
                 await self.sync()
             except Exception:  # noqa: BLE001 - keep serving the previous catalog
                 logger.exception("re-indexing the catalog failed; searches use the previous one")
-
-    async def _complete_in_background(self) -> None:
-        while True:
-            await self._needs_complete.wait()
-            self._needs_complete = anyio.Event()
-            generation = self._indexed_generation
-            self._progress.remaining = None
-            try:
-                # Abandoned on shutdown: the thread finishes on its own; nobody waits for it.
-                await anyio.to_thread.run_sync(self.engine.complete, self._progress, abandon_on_cancel=True)
-            except Exception:  # noqa: BLE001 - searches stay available from the cheaper signals
-                logger.exception("completing the search index failed; searches use the signals that are ready")
-            self._completed_generation = generation
-            self._completed.set()
-            self._completed = anyio.Event()

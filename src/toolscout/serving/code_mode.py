@@ -12,7 +12,7 @@ Imported only when code mode is on (`serve --code-mode`); `tools/list` shows run
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import mcp_types as types
@@ -24,8 +24,6 @@ from toolscout.serving.sandbox import ScriptOutcome, run_script
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
-
-    from toolscout.serving.server import MetaTools
 
 __all__ = ["RUN_CODE", "CodeMode", "run_code_tool"]
 
@@ -70,10 +68,18 @@ def run_code_tool(limits: CodeModeLimits) -> types.Tool:
     )
 
 
+class MetaToolCalls(Protocol):
+    """What a script's calls go through: the client's own meta-tool calls (`server.MetaTools`)."""
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult: ...
+
+
 class CodeMode:
     """Runs `run_code` scripts for one server, at most `limits.workers` at once."""
 
-    def __init__(self, meta: MetaTools, limits: CodeModeLimits) -> None:
+    def __init__(self, meta: MetaToolCalls, limits: CodeModeLimits) -> None:
         self._meta = meta
         self.limits = limits
         self.tool = run_code_tool(limits)

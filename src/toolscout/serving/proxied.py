@@ -4,7 +4,7 @@ completions and logging, each under the names `toolscout.naming` gives them.
     proxied = Proxied(gateway, sessions, publish, bus, view=meta.view)
     proxied.install(server)                   # registers the handlers on the SDK server
 
-A client served with a profile (`view(ctx)` is a `ScopedGateway`) lists, reads, gets, completes,
+A client served with a profile (`view(ctx)`, a `GatewayView`, has one) lists, reads, gets, completes,
 subscribes to and hears the log messages of its profile's servers only; to it the others'
 resources and prompts do not exist.
 
@@ -44,9 +44,8 @@ from mcp.server.subscriptions import (
 )
 
 from toolscout.errors import NotOfferedError, RequestError, ToolCallError, UpstreamError
-from toolscout.gateway import Gateway, ServerFilter
+from toolscout.gateway import Gateway, GatewayView, ServerFilter
 from toolscout.naming import namespaced_uri
-from toolscout.serving.scoped import ScopedGateway
 from toolscout.serving.relay import ClientCaller, asking_client, input_round
 from toolscout.upstream.tasks import TASK_METHOD_REFUSAL, TASK_METHODS
 
@@ -98,7 +97,7 @@ class Proxied:
         bus: SubscriptionBus,
         *,
         rate: LogRate | None = None,
-        view: Callable[[ServerRequestContext[Any] | None], Gateway | ScopedGateway] | None = None,
+        view: Callable[[ServerRequestContext[Any] | None], GatewayView] | None = None,
     ) -> None:
         self.gateway = gateway
         # The gateway as the client of a request may see it (`MetaTools.view`): a profile's part.
@@ -116,7 +115,7 @@ class Proxied:
         gateway.add_offerings_listener(self._offerings_changed)
         gateway.add_notice_listener(self._notice)
 
-    def view(self, ctx: ServerRequestContext[Any, Any] | None) -> Gateway | ScopedGateway:
+    def view(self, ctx: ServerRequestContext[Any, Any] | None) -> GatewayView:
         """The gateway as the client of `ctx` may see it."""
         return self._view(ctx)
 
@@ -203,9 +202,9 @@ class Proxied:
         await self.release(params.uri, ctx.session)
         return types.EmptyResult()
 
-    async def hold(self, uri: str, holder: object, view: Gateway | ScopedGateway | None = None) -> None:
+    async def hold(self, uri: str, holder: object, view: GatewayView | None = None) -> None:
         """`holder` subscribes to `uri` (one `view` may reach); the first one subscribes at the upstream."""
-        if isinstance(view, ScopedGateway):
+        if view is not None and view.profile is not None:
             try:
                 view.resource_owner(uri)  # a resource outside the profile is unknown to its client
             except NotOfferedError as exc:
@@ -231,7 +230,7 @@ class Proxied:
     async def set_level(self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
         self._levels[ctx.session] = params.level
         view = self._view(ctx)
-        self._hears[ctx.session] = view.allows_server if isinstance(view, ScopedGateway) else None
+        self._hears[ctx.session] = view.allows_server if view.profile is not None else None
         # Upstreams send what the most talkative client asked for; each client gets its own share.
         await self.gateway.set_logging_level(min(self._levels.values(), key=_LEVELS.index))
         return types.EmptyResult()

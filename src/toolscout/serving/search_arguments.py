@@ -11,8 +11,7 @@ from toolscout.serving.meta_tools import DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHA
 from toolscout.serving.validation import closest_parameter
 
 if TYPE_CHECKING:
-    from toolscout.gateway import Gateway
-    from toolscout.serving.scoped import ScopedGateway
+    from toolscout.gateway import GatewayView
 
 __all__ = ["search_arguments", "shown"]
 
@@ -21,7 +20,7 @@ _SEARCH_ARGUMENTS: tuple[str, ...] = tuple(META_TOOLS[0].input_schema["propertie
 
 
 def search_arguments(
-    arguments: dict[str, Any], gateway: Gateway | ScopedGateway
+    arguments: dict[str, Any], gateway: GatewayView
 ) -> tuple[str, int, list[str] | None, int | None]:
     """(query, limit, servers, max_tokens) of search_tools' `arguments`; ToolCallError saying what
     is wrong and what search_tools takes."""

@@ -30,7 +30,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from toolscout import __version__
 from toolscout.catalog import Catalog, ToolRecord
 from toolscout.errors import CallRefused, ToolCallError, UnknownToolError, UpstreamConfigurationError, UpstreamError
-from toolscout.gateway import Gateway
+from toolscout.gateway import Gateway, GatewayView, view_of
 from toolscout.naming import MAX_ID_LENGTH, qualified_forms
 from toolscout.printable import controls_shown
 from toolscout.serving.request_ids import HEADER as REQUEST_ID_HEADER
@@ -47,7 +47,7 @@ from toolscout.serving.options import CodeModeLimits
 from toolscout.serving.proxied import Proxied
 from toolscout.serving.relay import ClientCaller, asking_client, input_round
 from toolscout.serving.tracing import tracer
-from toolscout.serving.scoped import ProfileChooser, ScopedGateway
+from toolscout.serving.scoped import ProfileChooser
 from toolscout.upstream.tasks import refused_task
 from toolscout.serving.validation import (
     check_argument_size,
@@ -163,10 +163,10 @@ class MetaTools:
         # Served by `proxied.ForwardingListen`, which also forwards the streams' resource subscriptions.
         self.bus = InMemorySubscriptionBus()
 
-    def view(self, ctx: ServerRequestContext[Any] | None) -> Gateway | ScopedGateway:
+    def view(self, ctx: ServerRequestContext[Any] | None) -> GatewayView:
         """The gateway as the client of this request may see it: its profile's part, or all of it."""
         profile = self._profiles.choose(ctx.request if ctx is not None else None) if self._profiles else None
-        return ScopedGateway(self.gateway, profile) if profile is not None else self.gateway
+        return view_of(self.gateway, profile)
 
     # --- tools/list ------------------------------------------------------------------------
 
@@ -236,14 +236,14 @@ class MetaTools:
             return _error(f"toolscout failed to handle {name}: {type(exc).__name__}: {exc}")
 
     async def search(
-        self, arguments: dict[str, Any], gateway: Gateway | ScopedGateway | None = None, caller: ClientCaller | None = None
+        self, arguments: dict[str, Any], gateway: GatewayView | None = None, caller: ClientCaller | None = None
     ) -> types.CallToolResult:
         gateway = gateway or self.gateway
         return await self.policies.audited(
             _origin(caller, gateway), SEARCH_TOOL, arguments, lambda: self._search(arguments, gateway)
         )
 
-    async def _search(self, arguments: dict[str, Any], gateway: Gateway | ScopedGateway) -> types.CallToolResult:
+    async def _search(self, arguments: dict[str, Any], gateway: GatewayView) -> types.CallToolResult:
         query, limit, servers, max_tokens = search_arguments(arguments, gateway)
         with tracer().start_as_current_span("toolscout.search") as span, \
                 self._metrics.searching() if self._metrics is not None else nullcontext():
@@ -267,7 +267,7 @@ class MetaTools:
         *,
         caller: ClientCaller | None = None,
         answers: tuple[types.InputResponses | None, str | None] = (None, None),
-        gateway: Gateway | ScopedGateway | None = None,
+        gateway: GatewayView | None = None,
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Run the tool `arguments` name, once the policies admit it (`call_policies.py`), recorded in the
         audit trail. `caller`: the client, asked to confirm and for an upstream's "input required"
@@ -282,7 +282,7 @@ class MetaTools:
 
     async def _execute(
         self, arguments: dict[str, Any], progress: ProgressFn | None, caller: ClientCaller | None,
-        answers: tuple[types.InputResponses | None, str | None], gateway: Gateway | ScopedGateway, origin: Origin,
+        answers: tuple[types.InputResponses | None, str | None], gateway: GatewayView, origin: Origin,
     ) -> types.CallToolResult | types.InputRequiredResult:
         name = _tool_name(arguments)
         catalog = gateway.catalog
@@ -336,12 +336,12 @@ class MetaTools:
             result = result.model_copy(update={"content": [*result.content, *(types.TextContent(text=n) for n in notes)]})
         return result
 
-    def _resolve(self, name: str, gateway: Gateway | ScopedGateway) -> ToolRecord:
+    def _resolve(self, name: str, gateway: GatewayView) -> ToolRecord:
         catalog = gateway.catalog
         withheld = [t for t in gateway.listed().tools if t.id in catalog.withheld] if catalog.withheld else []
         return resolve_tool(name, catalog.tools, withheld)
 
-    async def _bring_up_server_of(self, tool_id: str, gateway: Gateway | ScopedGateway) -> bool:
+    async def _bring_up_server_of(self, tool_id: str, gateway: GatewayView) -> bool:
         """An id whose server is down is not unknown: try that server now (bounded), and say that
         the server is the problem if it stays down. True if it is up, so the id is worth resolving
         again; False if no configured server is named."""
@@ -374,7 +374,7 @@ class MetaTools:
             self._sessions.append(ctx.session)
         elif ctx.method in ("initialize", "server/discover") and isinstance(result, dict) and self._profiles:
             view = self.view(ctx)
-            if isinstance(view, ScopedGateway):
+            if view.profile is not None:
                 result = {**result, "instructions": describe.instructions(view.statuses(), view.catalog)}
         return result
 
@@ -416,8 +416,8 @@ def _naming_server(tool: ToolRecord, result: types.CallToolResult) -> types.Call
     return result.model_copy(update={"content": content})
 
 
-def _origin(caller: ClientCaller | None, gateway: Gateway | ScopedGateway) -> Origin:
-    return origin_of(caller, gateway.profile.name if isinstance(gateway, ScopedGateway) else None)
+def _origin(caller: ClientCaller | None, gateway: GatewayView) -> Origin:
+    return origin_of(caller, gateway.profile.name if gateway.profile is not None else None)
 
 
 def build_server(
