@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import random
 import sys
 from pathlib import Path
 
@@ -52,14 +51,13 @@ from toolscout.training.confidence_fit import (
     recall_at_false_alarms,
     replay,
     training_catalogs,
+    without_right_tools,
 )
 from toolscout.training.ranker_fit import Catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT.parent / "shared" / "bench"
 FALSE_ALARMS = (0.01, 0.02, 0.05)
-# The right tools dropped at once are at most this share of a catalog.
-DROP_SHARE = 0.1
 log = logging.getLogger("confidence_eval")
 # Families of training sources, and the dev sets worded like them (what a fit without them is measured on).
 FAMILIES = {
@@ -77,23 +75,8 @@ def catalogs(dev: DevSet, per_set: int, seed: int = 0) -> list[Catalog]:
     dataset: Dataset = dev.dataset
     known = {t.id for t in dataset.tools}
     queries = [q for q in sample_queries(dataset.queries, per_set) if q.answers & known]
-    out = [Catalog(f"{dev.name}@own", tuple(dataset.tools), tuple((q.text, q.answers) for q in queries))]
-    cap = max(1, int(DROP_SHARE * len(dataset.tools)))
-    rng = random.Random(seed)
-    left = list(queries)
-    rng.shuffle(left)
-    group = 0
-    while left:
-        dropped: set[str] = set()
-        for query in left:
-            if not dropped or len(dropped | query.answers) <= cap:
-                dropped |= query.answers
-        inside = [q for q in left if q.answers <= dropped]
-        left = [q for q in left if not q.answers <= dropped]
-        tools = tuple(t for t in dataset.tools if t.id not in dropped)
-        group += 1
-        out.append(Catalog(f"{dev.name}@drop{group}", tools, tuple((q.text, frozenset()) for q in inside)))
-    return out
+    own = tuple((q.text, q.answers) for q in queries)
+    return [Catalog(f"{dev.name}@own", tuple(dataset.tools), own), *without_right_tools(f"{dev.name}@", dataset.tools, own, seed)]
 
 
 def infeasible(bench: Path, dev: DevSet) -> Catalog:

@@ -75,3 +75,20 @@ def test_a_keyword_only_calibration_is_found_beside_any_ranker_file(tmp_path: Pa
     dataclasses.replace(shipped, weak_below=0.5).write(tmp_path / KEYWORD_CONFIDENCE_FILE)
     found, why = load_calibration(ranker, KEYWORD_CONFIDENCE_FILE)
     assert found is not None and found.weak_below == 0.5 and KEYWORD_CONFIDENCE_FILE in why
+
+
+def test_search_explain_with_the_model_off_prints_the_keyword_only_confidence(tmp_path: Path) -> None:
+    from test_cli_first_hour import toolscout
+
+    registry = str(write_registry(tmp_path / "servers.json", {
+        "weather": python_server("weather_server.py"),
+        "notes": python_server("notes_server.py"),
+    }))
+    common = ("--registry", registry, "--model", "none")
+    explained = toolscout("search", "weather forecast for a city", *common, "--refresh", "--explain")
+    assert explained.returncode == 0, explained.stderr
+    match = next(line for line in explained.stdout.splitlines() if line.startswith("match: "))
+    assert "that the first tool serves the request" in match and "keyword signals only" in match
+    answer = json.loads(toolscout("search", "weather forecast for a city", *common, "--json").stdout)
+    assert answer["tools"][0]["id"] == "weather__get_forecast"
+    assert answer["confidence"] == pytest.approx(float(match.split("confidence ")[1].split()[0]), abs=1e-3)

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from toolscout.catalog import ToolRecord
 from toolscout.search.calibrated import (
     CONFIDENCE_FILE,
     FEATURES,
@@ -74,15 +75,46 @@ class Row:
     confidence: float | None = None  # the calibrated confidence the engine answered with, if any
 
 
-def training_catalogs(folder: Path, per_catalog: int, unserved: int, seed: int = 0) -> list[Catalog]:
+# The right tools dropped at once are at most this share of a catalog (`without_right_tools`).
+DROP_SHARE = 0.1
+
+
+def without_right_tools(
+    prefix: str, tools: Sequence[ToolRecord], requests: Sequence[tuple[str, frozenset[str]]], seed: int = 0
+) -> list[Catalog]:
+    """Served requests made unserved: grouped so that each group's right tools are at most
+    `DROP_SHARE` of the catalog, each group on the catalog without them (named prefix + "drop" +
+    its number). What stays is the rest of the catalog, siblings of the dropped tools included:
+    the hard case, a near twin of the right tool still there."""
+    cap = max(1, int(DROP_SHARE * len(tools)))
+    left = list(requests)
+    random.Random(seed).shuffle(left)
+    out = []
+    while left:
+        dropped: set[str] = set()
+        for _, answers in left:
+            if not dropped or len(dropped | answers) <= cap:
+                dropped |= answers
+        inside = [r for r in left if r[1] <= dropped]
+        left = [r for r in left if not r[1] <= dropped]
+        kept = tuple(t for t in tools if t.id not in dropped)
+        out.append(Catalog(f"{prefix}drop{len(out) + 1}", kept, tuple((text, frozenset()) for text, _ in inside)))
+    return out
+
+
+def training_catalogs(folder: Path, per_catalog: int, unserved: int, seed: int = 0, *, dropped: bool = False) -> list[Catalog]:
     """The learned ranker's training catalogs, drawn as `ranker_fit` draws them (so a model's ranker
     fit has embedded their tools already), each with up to `per_catalog` of its served requests and
     all it does not serve (their tools left out); and the clinc150 catalog with up to `unserved` of
-    CLINC150's out-of-scope requests and as many served ones."""
+    CLINC150's out-of-scope requests and as many served ones. `dropped`: besides, each catalog's
+    served requests made unserved by dropping their right tools (`without_right_tools`)."""
     catalogs = [
         dataclasses.replace(c, requests=tuple(r for r in c.requests if r[1])[:per_catalog] + tuple(r for r in c.requests if not r[1]))
         for c in sample_catalogs(folder, RANKER_SOURCES, TRAIN_SIZES, seed=seed, several=0)
     ]
+    if dropped:
+        catalogs += [d for c in list(catalogs)
+                     for d in without_right_tools(f"{c.name}~", c.tools, [r for r in c.requests if r[1]], seed)]
     from toolscout.training.data import load_training_folder
 
     clinc = load_training_folder(folder, ["clinc150"], english_only=True)
@@ -226,11 +258,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache", type=Path, default=Path("runs/confidence"), help="searched-request cache folder")
     parser.add_argument("--keyword-only", action="store_true", help=f"fit only {KEYWORD_CONFIDENCE_FILE}")
+    parser.add_argument("--with-dropped", action="store_true",
+                        help="also fit on served requests made unserved by dropping their right tools (not shipped: "
+                             "see docs/confidence.md)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     ranker = args.ranker or ranker_beside_model(args.model)
-    catalogs = training_catalogs(args.train, args.per_catalog, args.unserved, args.seed)
+    catalogs = training_catalogs(args.train, args.per_catalog, args.unserved, args.seed, dropped=args.with_dropped)
     log.info("%d catalogs, %d requests", len(catalogs), sum(len(c.requests) for c in catalogs))
     out = args.out or ranker.with_name(CONFIDENCE_FILE)
     for keyword_only in (True,) if args.keyword_only else (False, True):
@@ -256,7 +291,8 @@ def _about(args: argparse.Namespace, rows: Sequence[Row], catalogs: int, keyword
     return {
         "trained_on": f"{args.train.name}: {len(rows)} requests ({feasible} served, {len(rows) - feasible} not) on "
                       f"{catalogs} catalogs of {min(TRAIN_SIZES)}-{max(TRAIN_SIZES)} tools, sources {', '.join(RANKER_SOURCES)}, "
-                      f"and CLINC150's out-of-scope requests on the clinc150 catalog; seed {args.seed}",
+                      f"and CLINC150's out-of-scope requests on the clinc150 catalog"
+                      f"{', and served ones with their right tools dropped' if args.with_dropped else ''}; seed {args.seed}",
         "label": "the first result of search (limit 5) serves the request"
                  + (", searched with the embedding model off (keyword signals only)" if keyword_only else ""),
         "calibrated_on": "held-out sources' scores (5 folds), served and unserved requests weighing the same",
