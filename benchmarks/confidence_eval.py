@@ -13,10 +13,18 @@ Per set it prints the expected calibration error (10 equal-width bins) of the co
 "the first result serves the request" over served and unserved requests together; the recall of
 unserved requests at the threshold that flags at most 1%, 2% and 5% of the served ones (false
 alarms); and at the shipped threshold (`weak_below`), its false alarms and recall. Nothing is
-fitted here: the dev sets only measure. The searched requests' features are cached under
+fitted on the dev sets: they only measure. The searched requests' features are cached under
 runs/confidence (per model and ranker file), so a refitted confidence.json is measured in seconds.
+The same table follows for the keyword-only confidence (`keyword_confidence.json`: every request
+searched again with the model off, as during the first seconds of a first start).
 
-    .venv/bin/python benchmarks/confidence_eval.py [--model bundled] [--ranker FILE] [--per-set 300]
+Wording the fit never saw: with `--train`, each family of training sources (`FAMILIES`: developer,
+everyday, API-style, MCP) is left out of a refit of both confidences (the training requests are
+replayed from the cache the fit left, `python -m toolscout.training.confidence_fit`), and the ECE of
+the refit on that family's dev sets is printed beside the shipped fit's.
+
+    .venv/bin/python benchmarks/confidence_eval.py [--model bundled] [--ranker FILE] [--per-set 300] \
+        [--train ../shared/train]
 
 Prints markdown; progress on stderr.
 """
@@ -26,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import random
 import sys
 from pathlib import Path
 
@@ -35,22 +42,31 @@ import numpy as np
 from toolscout.eval.datasets import Dataset
 from toolscout.eval.dev_sets import DevSet, dev_sets
 from toolscout.eval.runner import sample_queries
-from toolscout.search.calibrated import CONFIDENCE_FILE, Calibration
+from toolscout.search.calibrated import CONFIDENCE_FILE, FEATURES, KEYWORD_CONFIDENCE_FILE, KEYWORD_FEATURES, Calibration
 from toolscout.training.confidence_fit import (
     Row,
     expected_calibration_error,
+    fit,
     ranker_beside_model,
     recall_at_false_alarms,
     replay,
+    training_catalogs,
+    without_right_tools,
 )
 from toolscout.training.ranker_fit import Catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT.parent / "shared" / "bench"
 FALSE_ALARMS = (0.01, 0.02, 0.05)
-# The right tools dropped at once are at most this share of a catalog.
-DROP_SHARE = 0.1
 log = logging.getLogger("confidence_eval")
+# Families of training sources, and the dev sets worded like them (what a fit without them is measured on).
+FAMILIES = {
+    "developer (tldr)": (("tldr",), ("devtools",)),
+    "everyday": (("clinc150", "clinc150_oos", "hwu64", "snips", "ha_intents", "star", "thingpedia"), ("everyday",)),
+    "API-style": (("metatool", "bfcl", "gorilla_hub", "gorilla_apizoo", "seal_tools", "acebench", "toolalpaca", "restgpt"),
+                  ("toolbench_stb", "toollens_train")),
+    "MCP": (("azure_mcp",), ("etom_mcp", "bundled", "bundled_translated")),
+}
 
 
 def catalogs(dev: DevSet, per_set: int, seed: int = 0) -> list[Catalog]:
@@ -59,23 +75,8 @@ def catalogs(dev: DevSet, per_set: int, seed: int = 0) -> list[Catalog]:
     dataset: Dataset = dev.dataset
     known = {t.id for t in dataset.tools}
     queries = [q for q in sample_queries(dataset.queries, per_set) if q.answers & known]
-    out = [Catalog(f"{dev.name}@own", tuple(dataset.tools), tuple((q.text, q.answers) for q in queries))]
-    cap = max(1, int(DROP_SHARE * len(dataset.tools)))
-    rng = random.Random(seed)
-    left = list(queries)
-    rng.shuffle(left)
-    group = 0
-    while left:
-        dropped: set[str] = set()
-        for query in left:
-            if not dropped or len(dropped | query.answers) <= cap:
-                dropped |= query.answers
-        inside = [q for q in left if q.answers <= dropped]
-        left = [q for q in left if not q.answers <= dropped]
-        tools = tuple(t for t in dataset.tools if t.id not in dropped)
-        group += 1
-        out.append(Catalog(f"{dev.name}@drop{group}", tools, tuple((q.text, frozenset()) for q in inside)))
-    return out
+    own = tuple((q.text, q.answers) for q in queries)
+    return [Catalog(f"{dev.name}@own", tuple(dataset.tools), own), *without_right_tools(f"{dev.name}@", dataset.tools, own, seed)]
 
 
 def infeasible(bench: Path, dev: DevSet) -> Catalog:
@@ -107,6 +108,40 @@ def table(groups: dict[str, list[Row]], calibration: Calibration) -> str:
     return "\n".join(lines)
 
 
+def ece(rows: list[Row], calibration: Calibration) -> float:
+    confidence = np.array([calibration.confidence(r.features) for r in rows])
+    return expected_calibration_error(confidence, np.array([r.first_serves for r in rows]))
+
+
+def held_out(train: list[Row], groups: dict[str, list[Row]], shipped: Calibration, features: tuple[str, ...]) -> str:
+    """Per family: the ECE on its dev sets of the shipped fit and of a refit without the family."""
+    lines = ["| family left out | training requests left | dev set | ECE, shipped fit | ECE, fit without it |",
+             "|---|---:|---|---:|---:|"]
+    for family, (sources, sets) in FAMILIES.items():
+        kept = [r for r in train if r.catalog.split("@")[0] not in sources]
+        refit = fit(kept, features=features)
+        for name in sets:
+            if name in groups:
+                lines.append(f"| {family} | {len(kept)} of {len(train)} | {name} | {ece(groups[name], shipped):.3f} | "
+                             f"{ece(groups[name], refit):.3f} |")
+    return "\n".join(lines)
+
+
+def searched(args: argparse.Namespace, ranker: Path, keyword_only: bool) -> dict[str, list[Row]]:
+    """Every dev set's rows (served and unserved), and etom_mcp's real infeasible requests apart."""
+    groups: dict[str, list[Row]] = {}
+    for dev in dev_sets(args.bench):
+        tested = catalogs(dev, args.per_set)
+        if dev.name == "etom_mcp":
+            tested.append(infeasible(args.bench, dev))
+        rows = replay(tested, args.model, ranker, args.cache, log.info, keyword_only=keyword_only)
+        groups[dev.name] = [r for r in rows if not r.catalog.startswith("etom_mcp infeasible")]
+        if dev.name == "etom_mcp":
+            own = [r for r in rows if r.catalog == "etom_mcp@own"]
+            groups["etom_mcp (real infeasible)"] = own + [r for r in rows if r.catalog.startswith("etom_mcp infeasible")]
+    return groups
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bench", type=Path, default=BENCH)
@@ -115,27 +150,27 @@ def main() -> int:
     parser.add_argument("--confidence", type=Path, help=f"calibration (default: {CONFIDENCE_FILE} beside the ranker)")
     parser.add_argument("--per-set", type=int, default=300, help="requests per dev set")
     parser.add_argument("--cache", type=Path, default=ROOT / "runs" / "confidence")
+    parser.add_argument("--train", type=Path, help="training folder: also measure fits with a family of sources left out")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     ranker = args.ranker or ranker_beside_model(args.model)
-    groups: dict[str, list[Row]] = {}
-    for dev in dev_sets(args.bench):
-        tested = catalogs(dev, args.per_set)
-        if dev.name == "etom_mcp":
-            tested.append(infeasible(args.bench, dev))
-        rows = replay(tested, args.model, ranker, args.cache, log.info)
-        groups[dev.name] = [r for r in rows if not r.catalog.startswith("etom_mcp infeasible")]
-        if dev.name == "etom_mcp":
-            own = [r for r in rows if r.catalog == "etom_mcp@own"]
-            groups["etom_mcp (real infeasible)"] = own + [r for r in rows if r.catalog.startswith("etom_mcp infeasible")]
-    # Read after the searches: they do not depend on it (the cache serves a refitted one at once).
     path = args.confidence or ranker.with_name(CONFIDENCE_FILE)
-    calibration = Calibration.from_json(json.loads(path.read_text(encoding="utf-8")), str(path))
-    print(f"Calibrated confidence {path.name} (ranker {ranker.name}, model {args.model}); shipped threshold "
-          f"{calibration.weak_below}; up to {args.per_set} requests per set, each served (own catalog) and "
-          f"unserved (its right tools dropped)\n")
-    print(table(groups, calibration))
+    for keyword_only, name, features in ((False, path.name, FEATURES), (True, KEYWORD_CONFIDENCE_FILE, KEYWORD_FEATURES)):
+        groups = searched(args, ranker, keyword_only)
+        # Read after the searches: they do not depend on it (the cache serves a refitted one at once).
+        file = path.with_name(name)
+        calibration = Calibration.from_json(json.loads(file.read_text(encoding="utf-8")), str(file))
+        what = "Keyword-only confidence (model off)" if keyword_only else "Calibrated confidence"
+        print(f"{what} {file.name} (ranker {ranker.name}, model {args.model}); shipped threshold "
+              f"{calibration.weak_below}; up to {args.per_set} requests per set, each served (own catalog) and "
+              f"unserved (its right tools dropped)\n")
+        print(table(groups, calibration) + "\n", flush=True)
+        if args.train is not None:
+            train = replay(training_catalogs(args.train, 30, 400), args.model, ranker, args.cache, log.info,
+                           keyword_only=keyword_only)
+            print(f"{what}: each family of training sources left out of the fit, measured on its dev sets\n")
+            print(held_out(train, groups, calibration, features) + "\n", flush=True)
     return 0
 
 

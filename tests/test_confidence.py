@@ -14,15 +14,12 @@ from pathlib import Path
 import anyio
 import numpy as np
 import pytest
-from mcp import Client
+from support.gateway_session import search_answers
 from support.registries import python_server, write_registry
 
-from toolscout.gateway import Gateway
 from toolscout.index.model_files import BUNDLED_MODEL_DIR
-from toolscout.registry.loading import load_registries
 from toolscout.search import SearchSettings, ToolSearch
 from toolscout.search.calibrated import CONFIDENCE_FILE, FEATURES, Calibration, load_calibration, ranker_digest
-from toolscout.serving.server import build_server
 from toolscout.training.confidence_fit import expected_calibration_error, recall_at_false_alarms
 
 SHIPPED = BUNDLED_MODEL_DIR / CONFIDENCE_FILE
@@ -38,17 +35,10 @@ async def test_every_search_tools_answer_carries_a_confidence_and_an_unserved_re
         "notes": python_server("notes_server.py"),
     })
     engine = ToolSearch(SearchSettings(cache_dir=tmp_path / "cache"))
+    queries = ("weather forecast for Paris for the next three days", "delete the note I wrote yesterday",
+               "order a pizza delivery to my flat")
     with anyio.fail_after(120):
-        async with Gateway(load_registries([registry]), engine) as gateway:
-            await gateway.ready(60)
-            await gateway.wait_complete()
-            async with Client(build_server(gateway), mode="legacy") as client:
-                listed = {tool.name: tool for tool in (await client.list_tools()).tools}
-                answers = {
-                    query: (await client.call_tool("search_tools", {"query": query})).structured_content
-                    for query in ("weather forecast for Paris for the next three days",
-                                  "delete the note I wrote yesterday", "order a pizza delivery to my flat")
-                }
+        listed, answers = await search_answers(registry, engine, queries)
     schema = listed["search_tools"].output_schema["properties"]["confidence"]
     assert "Probability" in schema["description"] and schema["maximum"] == 1
     for query, answer in answers.items():

@@ -16,6 +16,9 @@ from mcp import Client
 from toolscout.app import App, AppConfig
 from toolscout.catalog import Catalog
 from toolscout.gateway import Gateway, GatewayOptions
+from toolscout.registry.loading import load_registries
+from toolscout.search import ToolSearch
+from toolscout.serving.server import build_server
 
 
 def app_config(registry: Path, **config: Any) -> AppConfig:
@@ -48,6 +51,22 @@ async def wait_until_serving(gateway: Gateway, client: Client, tool_id: str, arg
     while (await client.call_tool("execute_tool", {"name": tool_id, "arguments": arguments})).is_error:
         await changed.wait()
         changed = anyio.Event()
+
+
+async def search_answers(
+    registry: Path, engine: ToolSearch, queries: tuple[str, ...], *, embedded: bool = True
+) -> tuple[dict[str, types.Tool], dict[str, dict[str, Any]]]:
+    """The tools listed and each query's `search_tools` answer (structured), through a real MCP
+    session on a gateway over `registry` searched by `engine` (the caller bounds the wait);
+    `embedded`: wait until the catalog is embedded first."""
+    async with Gateway(load_registries([registry]), engine) as gateway:
+        await gateway.ready(40)
+        if embedded:
+            await gateway.wait_complete()
+        async with Client(build_server(gateway), mode="legacy") as client:
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+            answers = {q: (await client.call_tool("search_tools", {"query": q})).structured_content for q in queries}
+    return listed, answers
 
 
 def text_of(result: types.CallToolResult) -> str:

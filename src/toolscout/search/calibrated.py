@@ -13,6 +13,14 @@ and requests whose right tool was dropped from the catalog). The sigmoid is stri
 so every difference the score makes survives (an isotonic map's flat steps would tie most
 requests no tool serves with served ones at the low end, where the notice's threshold lies). Below `Calibration.weak_below` the weak-match notice fires.
 
+While the dense signal is not ready (the first seconds of a first start, or `--model none`) the
+ranker cannot run and the answer is keyword only; a second calibration over what such a search has
+(`KEYWORD_FEATURES`: the keyword signals' best scores, how far their best stands out of the
+second, the first result's share of them, the signals' agreement, the request's length and the
+catalog's size; `keyword_match`) gives its confidence, fitted the same way on keyword-only
+searches. It reads no model, so it is `keyword_confidence.json` beside the ranker file (same
+format, no ranker digest), and the bundled model's one serves wherever no model is in use.
+
 The fitted model is `confidence.json` beside the ranker file (plain numbers: coefficients, feature
 means and scales, the sigmoid's slope and offset), fitted by `toolscout.training.confidence_fit` for one
 ranker file (its sha256 is stored): a confidence read through another ranker's probabilities would
@@ -39,8 +47,13 @@ from toolscout.search.ranker import RANKER_SIGNALS, Candidates
 __all__ = [
     "CONFIDENCE_FILE",
     "FEATURES",
+    "KEYWORD_CONFIDENCE_FILE",
+    "KEYWORD_FEATURES",
+    "KEYWORD_SIGNALS",
     "Calibration",
     "first_result_match",
+    "keyword_features",
+    "keyword_match",
     "load_calibration",
     "ranker_digest",
     "request_features",
@@ -49,6 +62,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 CONFIDENCE_FILE = "confidence.json"
+KEYWORD_CONFIDENCE_FILE = "keyword_confidence.json"
 FORMAT = "toolscout-confidence"
 VERSION = 1
 # A logit of a probability clipped to this keeps a certain ranker from giving infinities.
@@ -74,6 +88,21 @@ FEATURES = (
     "catalog",  # log1p of the tools the request may return
 )
 
+# The signals a keyword-only search has (the learned ones join only with past requests).
+KEYWORD_SIGNALS = ("bm25_name", "bm25_description", "tfidf")
+# What `keyword_features` computes, in the order the keyword-only model reads them.
+KEYWORD_FEATURES = (
+    *(f"{s}_best" for s in KEYWORD_SIGNALS),  # log1p of the signal's best score
+    *(f"{s}_second" for s in KEYWORD_SIGNALS),  # its second best / its best: nothing stands out near 1
+    *(f"first_{s}_ratio" for s in KEYWORD_SIGNALS),  # the first result's score / the best
+    "first_signals_first",
+    "first_signals_top5",
+    "first_query_share",
+    "query_words",
+    "sentences",
+    "catalog",
+)
+
 
 def _logit(p: float) -> float:
     p = min(max(p, _EPS), 1 - _EPS)
@@ -92,7 +121,6 @@ def request_features(
     second = _logit(float(probabilities[order[1]])) if len(order) > 1 else _logit(0.0)
     hits = np.flatnonzero(candidates.positions == first) if first is not None else np.zeros(0, dtype=int)
     index = int(hits[0]) if hits.size else int(order[0])
-    ranks = [np.asarray(candidates.ranks[s])[index] for s in RANKER_SIGNALS if s in candidates.ranks]
     cosine = float(np.asarray(candidates.scores.get("dense", np.zeros(len(candidates))))[index])
     dense_best = float(candidates.best.get("dense", 0.0))
     return {
@@ -106,6 +134,15 @@ def request_features(
         "first_cosine_margin": dense_best - cosine if math.isfinite(cosine) else 1.0,
         "bm25_best": math.log1p(max(float(candidates.best.get("bm25_description", 0.0)), 0.0)),
         "tfidf_best": math.log1p(max(float(candidates.best.get("tfidf", 0.0)), 0.0)),
+        **_first_and_request(candidates, index, RANKER_SIGNALS),
+    }
+
+
+def _first_and_request(candidates: Candidates, index: int, signals: tuple[str, ...]) -> dict[str, float]:
+    """What both confidences read of the first result (the candidate at `index`: how many of
+    `signals` put it first and in their top 5, the request's words in its name) and of the request."""
+    ranks = [np.asarray(candidates.ranks[s])[index] for s in signals if s in candidates.ranks]
+    return {
         "first_signals_first": float(sum(r == 1 for r in ranks)),
         "first_signals_top5": float(sum(r <= 5 for r in ranks)),
         "first_query_share": float(candidates.name_shared[index]) / max(candidates.query_words, 1),
@@ -113,6 +150,37 @@ def request_features(
         "sentences": float(min(candidates.sentences, 8)),
         "catalog": math.log1p(candidates.catalog),
     }
+
+
+def keyword_features(candidates: Candidates, first: int | None) -> dict[str, float]:
+    """What the keyword-only confidence reads of one search: its keyword signals' candidates
+    (`KEYWORD_SIGNALS`) and the catalog position of the first result (None: no result; one that
+    is not a candidate, an exact name match, reads as the signals' first listed)."""
+    hits = np.flatnonzero(candidates.positions == first) if first is not None else np.zeros(0, dtype=int)
+    index = int(hits[0]) if hits.size else 0
+    features: dict[str, float] = {}
+    for s in KEYWORD_SIGNALS:
+        scores = np.asarray(candidates.scores.get(s, np.zeros(len(candidates))), dtype=np.float64)
+        scores = np.where(np.isfinite(scores), np.maximum(scores, 0.0), 0.0)
+        top = np.sort(scores)[::-1]
+        best = float(top[0]) if top.size else 0.0
+        features[f"{s}_best"] = math.log1p(best)
+        features[f"{s}_second"] = float(top[1]) / best if top.size > 1 and best > 0 else 0.0
+        features[f"first_{s}_ratio"] = float(scores[index]) / best if best > 0 else 0.0
+    return {**features, **_first_and_request(candidates, index, KEYWORD_SIGNALS)}
+
+
+def keyword_match(candidates: Candidates, first: int | None, calibration: Calibration | None) -> MatchStrength | None:
+    """How well the first result of a keyword-only search matches: its calibrated confidence
+    where the keyword-only calibration is found (its threshold then decides a weak match), else
+    only what it would read (no verdict); None when no keyword signal listed a candidate."""
+    if not len(candidates):
+        return None
+    features = keyword_features(candidates, first)
+    if calibration is None:
+        return MatchStrength(features=features)
+    return MatchStrength(confidence=calibration.confidence(features), confidence_below=calibration.weak_below,
+                         features=features)
 
 
 @dataclass(frozen=True)
@@ -188,7 +256,7 @@ class Calibration:
                               about=document.get("about") or {}, reference=reference)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"{origin} is malformed: {exc}") from None
-        unknown = sorted(set(features) - set(FEATURES))
+        unknown = sorted(set(features) - set(FEATURES) - set(KEYWORD_FEATURES))
         if unknown:
             raise ConfigError(f"{origin} reads feature(s) this toolscout does not compute: {', '.join(unknown)}")
         if any(a.shape != (len(features),) for a in (mean, scale, coefficients)) or not np.all(scale > 0):
@@ -219,11 +287,12 @@ def ranker_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def load_calibration(ranker_path: Path) -> tuple[Calibration | None, str]:
-    """The calibration beside `ranker_path`, fitted with that ranker file; or None and why not."""
-    path = ranker_path.with_name(CONFIDENCE_FILE)
+def load_calibration(ranker_path: Path, name: str = CONFIDENCE_FILE) -> tuple[Calibration | None, str]:
+    """The calibration `name` beside `ranker_path`, fitted with that ranker file (or with none: the
+    keyword-only one); or None and why not."""
+    path = ranker_path.with_name(name)
     if not path.is_file():
-        return None, f"no {CONFIDENCE_FILE} beside {ranker_path.name}"
+        return None, f"no {name} beside {ranker_path.name}"
     try:
         calibration = Calibration.from_json(json.loads(path.read_text(encoding="utf-8")), str(path))
         if calibration.ranker_sha256 and ranker_path.is_file() and calibration.ranker_sha256 != ranker_digest(ranker_path):
@@ -231,5 +300,5 @@ def load_calibration(ranker_path: Path) -> tuple[Calibration | None, str]:
                               "python -m toolscout.training.confidence_fit")
     except (OSError, ValueError, ConfigError) as exc:
         log.warning("no calibrated confidence: %s", exc)
-        return None, f"{CONFIDENCE_FILE} unusable ({exc})"
-    return calibration, f"calibrated confidence ({CONFIDENCE_FILE})"
+        return None, f"{name} unusable ({exc})"
+    return calibration, f"calibrated confidence ({name})"

@@ -66,9 +66,9 @@ from toolscout.index.embeddings import Embedder
 from toolscout.index.intent import IntentExamples, IntentRetriever, LabelledRequest
 from toolscout.index.text import dense_document, tokenize
 from toolscout.search.base import ProgressCallback, SearchHit, SearchResponse
-from toolscout.search.calibrated import first_result_match
+from toolscout.search.calibrated import KEYWORD_SIGNALS, first_result_match, keyword_match
 from toolscout.search.catalog_index import catalog_index
-from toolscout.search.confidence import match_strength
+from toolscout.search.confidence import MatchStrength, match_strength
 from toolscout.search.fusion import Fusion
 from toolscout.search.pipeline import (
     EXACT_NAME,
@@ -298,20 +298,28 @@ class ToolSearch:
             hits.append(
                 SearchHit(snapshot.tools[position], scores.get(position, 0.0), ranks, rerank_scores.get(position))
             )
-        strength = None
-        if judged is not None and ranker is not None:
-            strength = first_result_match(
-                judged.candidates, judged.probabilities, judged.probability, order[0] if order else None,
-                self._fusion.calibration(), ranker.weak_below,
-            )
-        elif "dense" in request.whole.scores:
-            cosines = request.whole.scores["dense"]
-            allowed = request.whole.allowed
-            rule = self._fusion.cosine_rule(encoder.model_id if encoder is not None else None)
-            strength = match_strength(cosines if allowed is None else cosines[allowed], rule)
+        strength = self._strength(snapshot, request, signals, judged, ranker, encoder, order[0] if order else None)
         return SearchResponse(
             hits=tuple(hits), signals=tuple(signals), notice=notice, match=strength, fusion=decision.fusion
         )
+
+    def _strength(
+        self, snapshot: Snapshot, request: Request, signals: Collection[str], judged: Judged | None,
+        ranker: LearnedRanker | None, encoder: Encoder | None, first: int | None,
+    ) -> MatchStrength | None:
+        """How well the first result (catalog position `first`) matches: the calibrated confidence
+        where the ranker judged, else the cosine rule with the dense signal, else (keyword only:
+        the dense signal is off or not ready yet) the keyword-only confidence."""
+        if judged is not None and ranker is not None:
+            return first_result_match(judged.candidates, judged.probabilities, judged.probability, first,
+                                      self._fusion.calibration(), ranker.weak_below)
+        if "dense" in request.whole.scores:
+            cosines, allowed = request.whole.scores["dense"], request.whole.allowed
+            rule = self._fusion.cosine_rule(encoder.model_id if encoder is not None else None)
+            return match_strength(cosines if allowed is None else cosines[allowed], rule)
+        keyword = [name for name in KEYWORD_SIGNALS if name in signals]
+        candidates = ranker_candidates(snapshot, request.whole, keyword, request.sentences, request.depth)
+        return keyword_match(candidates, first, self._fusion.keyword_calibration())
 
     def _request(
         self,

@@ -5,7 +5,7 @@ Weighted Reciprocal Rank Fusion (`toolscout.search.rrf`, the one formula) is the
 engine only when it can run; `Fusion.ranker` also says, for `--explain`, what decided. Where it
 cannot run, `Fusion.cosine_rule` gives the dense-only weak-match thresholds stored with it. Beside
 the ranker file, `Fusion.calibration` finds the model of the calibrated confidence fitted with it
-(`toolscout.search.calibrated`).
+(`toolscout.search.calibrated`), and `Fusion.keyword_calibration` the one for keyword-only searches.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from toolscout.errors import ConfigError
-from toolscout.search.calibrated import Calibration, load_calibration
+from toolscout.search.calibrated import KEYWORD_CONFIDENCE_FILE, Calibration, load_calibration
 from toolscout.search.confidence import CosineRule
 from toolscout.search.rrf import weighted_rrf
 from toolscout.search.ranker import FEATURE_NAMES, RANKER_FILE, RERANKER_FEATURES, LearnedRanker, feature_parts, load_ranker
@@ -30,6 +30,7 @@ class Fusion:
         self.settings = settings
         self._loaded: tuple[LearnedRanker | None, str] | None = None
         self._calibration: tuple[Calibration | None, str] | None = None
+        self._keyword: tuple[Calibration | None, str] | None = None
         self._lock = threading.Lock()
 
     def ranker(self, ready: Collection[str], model_id: str | None) -> tuple[LearnedRanker | None, str]:
@@ -72,6 +73,23 @@ class Fusion:
                     why = "no embedding model"
                 self._calibration = (None, why) if path is None else load_calibration(path)
             return self._calibration[0]
+
+    def keyword_calibration(self) -> Calibration | None:
+        """The keyword-only confidence's model: the one beside the ranker file in use, else (no
+        model, or none fitted beside it) the bundled model's; it reads no model, so any serves."""
+        from toolscout.index.model_files import BUNDLED_MODEL_DIR
+
+        with self._lock:
+            if self._keyword is None:
+                try:
+                    path = _ranker_path(self.settings)
+                except ConfigError:
+                    path = None
+                found = load_calibration(path, KEYWORD_CONFIDENCE_FILE) if path is not None else (None, "no model")
+                if found[0] is None:
+                    found = load_calibration(BUNDLED_MODEL_DIR / RANKER_FILE, KEYWORD_CONFIDENCE_FILE)
+                self._keyword = found
+            return self._keyword[0]
 
     def wants_reranker(self) -> bool:
         """Whether the ranker this fusion would load reads the reranker's score (so the reranker

@@ -195,7 +195,9 @@ def ranker_candidates(
         all_scores = ranked.scores[name]
         scores[name] = all_scores[positions]
         best[name] = float(all_scores[listed[0]]) if listed else 0.0
-    cosines = ranked.scores["dense"] if ranked.allowed is None else ranked.scores["dense"][ranked.allowed]
+    # Without the dense signal (the keyword-only confidence reads these too) nothing stands out by meaning.
+    cosines = ranked.scores.get("dense", np.zeros(0))
+    cosines = cosines if ranked.allowed is None or not cosines.size else cosines[ranked.allowed]
     top = -np.partition(-cosines, min(GAP_RANK, cosines.size) - 1)[:GAP_RANK] if cosines.size else np.zeros(1)
     words = frozenset(ranked.tokens)
     names = [snapshot.name_words[p] for p in positions]

@@ -112,9 +112,11 @@ def match_verdict(response: SearchResponse) -> str | None:
     verdict = "weak" if match.weak else "not weak"
     if match.confidence is not None:
         below = "never weak" if match.confidence_below is None else f"weak below {match.confidence_below:.3f}"
-        return (f"{verdict}: confidence {match.confidence:.3f} that the first tool serves the request "
-                f"({below}; ranker's best probability {match.probability:.3f})")
+        read = "keyword signals only" if match.probability is None else f"ranker's best probability {match.probability:.3f}"
+        return f"{verdict}: confidence {match.confidence:.3f} that the first tool serves the request ({below}; {read})"
     if match.probability is not None:
         below = "no threshold" if match.weak_below is None else f"threshold {match.weak_below:.3f}"
         return f"{verdict}: best probability {match.probability:.3f} ({below})"
+    if match.best_cosine is None or match.gap is None:
+        return f"{verdict}: no confidence (keyword signals only, and no keyword-only calibration found)"
     return f"{verdict}: best cosine {match.best_cosine:.3f}, gap {match.gap:.3f}"
