@@ -43,13 +43,13 @@ async def _run(client: Client, code: str) -> types.CallToolResult:
 
 ESCAPES = {
     "open('/etc/passwd').read()": "PermissionError",
-    "import os\nos.getenv('HOME')": "'os.getenv' is not supported",
-    "import os\nos.environ['PATH']": "'os.environ' is not supported",
-    "import os\nos.system('touch {marker}')": "module 'os' has no attribute 'system'",
-    "import socket": "No module named 'socket'",
-    "import subprocess": "No module named 'subprocess'",
+    "import os\nos.getenv('HOME')": "'import os' is refused",
+    "import os\nos.environ['PATH']": "'import os' is refused",
+    "from os import system\nsystem('touch {marker}')": "'import os' is refused",
+    "import socket": "'import socket' is refused",
+    "import subprocess": "'import subprocess' is refused",
     "__import__('subprocess')": "name '__import__' is not defined",
-    "from pathlib import Path\nPath('{marker}').write_text('x')": "PermissionError",
+    "from pathlib import Path\nPath('{marker}').write_text('x')": "'import pathlib' is refused",
 }
 
 
@@ -62,7 +62,9 @@ async def test_files_imports_and_the_environment_are_refused_with_a_clear_error_
                 answers[code] = await _run(client, code.format(marker=marker))
     for code, expected in ESCAPES.items():
         assert answers[code].is_error, code
-        assert "The script failed" in text_of(answers[code]) and expected in text_of(answers[code]), text_of(answers[code])
+        # Refused before it runs (a host module), or failed inside the sandbox.
+        text = text_of(answers[code])
+        assert ("is refused: a script runs in a sandbox" in text or "The script failed" in text) and expected in text, text
         assert "toolscout/" not in text_of(answers[code])  # the script's traceback, never the gateway's
     assert not marker.exists()
 

@@ -11,6 +11,8 @@ Imported only when code mode is on (`serve --code-mode`); `tools/list` shows run
 
 from __future__ import annotations
 
+import ast
+
 import json
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -124,7 +126,37 @@ def _code(arguments: dict[str, Any]) -> str:
         raise ScriptError("'code' must be the Python source of the script, e.g. \"len(search_tools('weather'))\".")
     if len(code) > MAX_CODE_CHARS:
         raise ScriptError(f"'code' is {len(code):,} characters; a script may have at most {MAX_CODE_CHARS:,}.")
+    refused = _host_imports(code)
+    if refused:
+        raise ScriptError(
+            f"'import {refused[0]}' is refused: a script runs in a sandbox with no file system, processes, "
+            "network or environment. Reach tools with search_tools(query, k) and call_tool(tool_id, arguments), "
+            "and report with print()."
+        )
     return code
+
+
+# The host's file system, processes, network and interpreter. The sandbox has none of them (its
+# stand-in `os` fails call by call); refusing the import says so once, before anything runs.
+_HOST_MODULES = frozenset({
+    "builtins", "ctypes", "importlib", "io", "multiprocessing", "os", "pathlib", "shutil", "signal",
+    "socket", "subprocess", "sys", "threading",
+})
+
+
+def _host_imports(code: str) -> list[str]:
+    """The host modules `code` imports (none if it does not parse: the sandbox reports that)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.append(node.module.split(".")[0])
+    return [name for name in names if name in _HOST_MODULES]
 
 
 def _value_of(result: types.CallToolResult) -> Any:
