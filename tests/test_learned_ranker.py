@@ -108,27 +108,25 @@ def test_without_a_usable_ranker_weighted_rrf_decides_and_says_why(tmp_path: Pat
     assert keywords.fusion.startswith("weighted RRF") and keywords.hits
 
 
-def test_past_requests_take_the_rankers_vote_only_as_far_as_they_agree(tmp_path: Path) -> None:
+def test_past_requests_that_agree_decide_and_one_close_request_switches_nothing_off(tmp_path: Path) -> None:
     wordings = ("what did I jot down about the budget", "show my jotted reminders about the budget",
                 "anything I jotted on the budget", "my jotted budget thoughts", "jotted lines about the budget",
                 "the budget bits I jotted")
     examples = [Example(text, ("notes__read_note",)) for text in wordings]
     # A ranker that puts the notes tool last.
     reverse = ranker({"dense_cosine": -20.0}, weight=1.5)
-    # Past requests fully trusted (intent_full_vote 0): the ranker no longer votes.
-    trusted = engine_with(tmp_path, reverse, examples=examples, intent_full_vote=0.0)
-    agreed = trusted.search("anything jotted about the budget", limit=2)
+    agreed = engine_with(tmp_path, reverse, examples=examples).search("anything jotted about the budget", limit=2)
     assert agreed.fusion == ("weighted RRF (past requests close to this one agree; the learned ranker "
                              "(ranker.json, 1 features) only judges the match)")
     assert agreed.hits[0].tool.id == "notes__read_note" and agreed.hits[0].ranks["intent"] == 1
     assert "learned" not in agreed.hits[0].ranks and agreed.match.probability is not None
-    # Past requests less than sure of themselves: the ranker keeps part of its vote, theirs adds on.
-    one = engine_with(tmp_path, reverse, examples=examples[:2])
+    # One close past request: the ranker keeps its whole say, and the past request votes beside it.
+    one = engine_with(tmp_path, reverse, examples=examples[:1])
     unsure = one.search("anything jotted about the budget", limit=5)
-    assert unsure.fusion.startswith("learned ranker") and "beside past requests close to this one" in unsure.fusion
+    assert unsure.fusion.startswith("learned ranker") and unsure.fusion.endswith("votes beside it")
     notes = next(hit for hit in unsure.hits if hit.tool.id == "notes__read_note")
     assert "learned" in notes.ranks and notes.ranks["intent"] == 1
-    # A request no past request is close to: the ranker votes at its full weight.
+    # A request no past request is close to: as without examples.
     unlike = one.search("rain forecast for a city", limit=5)
     assert unlike.fusion.endswith("one vote beside the signals in weighted RRF (weight 1.5)")
     assert not any("intent" in hit.ranks for hit in unlike.hits)

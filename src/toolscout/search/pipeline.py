@@ -54,6 +54,10 @@ __all__ = [
 EXACT_NAME = "exact_name"
 # The learned ranker's order, as it appears among a hit's ranks.
 LEARNED = "learned"
+# The intent signal's confidence (its top vote / (intent_full_vote x neighbours), at the defaults
+# 0.6 x 10) from which past requests decide without the learned ranker's vote: one close past
+# request gives at most 1/6 (its cosine), so this takes more than one that agree.
+PAST_REQUESTS_AGREE = 0.2
 # A ready signal: its answer to one query.
 Signal = Callable[[Query], Retrieval]
 
@@ -293,26 +297,23 @@ def decide(
     the whole request's decision: the gate judges what the request is like, and one sentence
     of it looks like another request.
 
-    Past requests close to this one (the learned signals) add their votes on top, and take the
-    ranker's vote as they grow sure: it weighs its weight x (1 - the intent signal's
-    confidence)^2. The ranker was fitted without past requests; where many agree its vote only
-    dilutes theirs, so at full confidence it no longer votes (unless its gate has it decide).
-    One close past request, though, switches nothing off: the keyword signals would otherwise
-    outvote the model and the ranker together on a request that only shares words with a tool."""
+    Past requests close to this one (the learned signals) vote on top of whatever is decided
+    here. Where several of them agree (`PAST_REQUESTS_AGREE`), they and the signals decide in
+    weighted RRF and the ranker only judges the match: it was fitted without past requests, and
+    beside many that agree its vote only dilutes theirs. One close past request switches nothing
+    off: the keyword signals would otherwise outvote the model and the ranker together on a
+    request that only shares words with a tool."""
     if ranker is None:
         return Decision(Say.RRF, fusion)
     if settings.fusion != "learned":
         return Decision(Say.RRF, f"weighted RRF (asked for; the {fusion} only judges the match)")
-    learned = min(request.whole.weight_scale.get("intent", 0.0), 1.0)
-    weight = ranker.weight * (1.0 - learned) ** 2
-    beside = f", beside past requests close to this one (its weight {weight:.2g} of {ranker.weight:g})" if learned > 0 else ""
-    if judged is not None and ranker.orders_alone(judged.candidates):
-        return Decision(Say.ALONE, f"{fusion}: its gate says its order alone serves requests like this one, and it decides{beside}", weight)
-    if weight <= 0:
+    learned = request.whole.weight_scale.get("intent", 0.0)
+    if learned >= PAST_REQUESTS_AGREE:
         return Decision(Say.RRF, f"weighted RRF (past requests close to this one agree; the {fusion} only judges the match)")
-    if learned > 0:
-        return Decision(Say.VOTE, f"{fusion}: its order is one vote beside the signals in weighted RRF{beside}", weight)
-    return Decision(Say.VOTE, f"{fusion}: its order is one vote beside the signals in weighted RRF (weight {ranker.weight:g})", weight)
+    beside = ", and a past request close to this one votes beside it" if learned > 0 else ""
+    if judged is not None and ranker.orders_alone(judged.candidates):
+        return Decision(Say.ALONE, f"{fusion}: its gate says its order alone serves requests like this one, and it decides{beside}", ranker.weight)
+    return Decision(Say.VOTE, f"{fusion}: its order is one vote beside the signals in weighted RRF (weight {ranker.weight:g}){beside}", ranker.weight)
 
 
 def fuse_ranked(
