@@ -154,11 +154,24 @@ def _text(browser: Any, selector: str) -> str:
 
 def _submit(browser: Any, button: Any) -> None:
     """Click a form's button and wait until the browser shows the page that answered."""
-    from selenium.webdriver.support.expected_conditions import staleness_of
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.support.wait import WebDriverWait
 
+    def left_the_page(_: Any) -> bool:
+        try:
+            button.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as error:
+            # Chromium answers this instead of a stale reference when it asks about the node
+            # while the old document is being torn down: the same fact, reported mid-navigation.
+            if "does not belong to the document" in str(error):
+                return True
+            raise
+        return False
+
     button.click()
-    WebDriverWait(browser, 30).until(staleness_of(button))
+    WebDriverWait(browser, 30).until(left_the_page)
 
 
 def _operator(base: str, path: str, token: str = OPERATOR) -> httpx.Response:

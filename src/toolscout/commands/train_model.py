@@ -44,9 +44,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"at most this many requests per developer command (default {shipped.developer_per_tool})")
     parser.add_argument("--warmup-ratio", type=float, default=shipped.warmup_ratio,
                         help=f"fraction of the steps the learning rate warms up over (default {shipped.warmup_ratio:g})")
-    parser.add_argument("--start-from", metavar="MODEL.onnx",
-                        help="go on training from a shipped int8 ONNX model's weights (e.g. "
-                        "src/toolscout/index/model/model.onnx) instead of the base model's")
+    parser.add_argument("--start-from", metavar="MODEL",
+                        help="go on training from an earlier version instead of the base model: a "
+                        "shipped int8 ONNX model (e.g. src/toolscout/index/model/model.onnx) or, "
+                        "better, an earlier run's float model folder (RUN/model)")
     parser.add_argument("--precision", choices=("auto", "bf16", "fp32"), default="auto",
                         help="bf16 autocast or float32 (default auto: bf16 on a GPU and on a CPU with "
                         "avx512_bf16/amx_bf16, about 2.8x faster there than float32)")
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         developer_per_tool=args.developer_per_tool,
         warmup_ratio=args.warmup_ratio,
         seed=args.seed,
-        start_from_onnx=str(Path(args.start_from).resolve()) if args.start_from else None,
+        start_from=str(Path(args.start_from).resolve()) if args.start_from else None,
     )
     try:
         bf16 = None if args.precision == "auto" else args.precision == "bf16"

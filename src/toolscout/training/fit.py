@@ -95,10 +95,11 @@ class TrainingPlan:
     # (docs/benchmarks.md, "Freezing, measured").
     frozen_layers: int = 2
     save_every: int = 100
-    # Start from a shipped int8 ONNX model's weights (dequantised into the base architecture,
-    # toolscout.training.restore) instead of the base model's: a later version goes on learning
-    # from an earlier one rather than starting over.
-    start_from_onnx: str | None = None
+    # Start from an earlier version instead of the base model, so that a later version goes on
+    # learning rather than starting over: a shipped int8 ONNX model (dequantised into the base
+    # architecture, toolscout.training.restore) or, better where it is still there, an earlier
+    # run's float model folder, which has not been through int8 rounding.
+    start_from: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -258,12 +259,19 @@ def _starting_model(plan: TrainingPlan, run_dir: Path, device: str, base_folder:
         base = resolve_model(plan.base_model)
         assert base is not None, "a base model is required"
         base_folder = base.folder
-    if plan.start_from_onnx:
+    if plan.start_from and Path(plan.start_from).is_dir():
+        if not (Path(plan.start_from) / "modules.json").is_file():
+            raise ValueError(
+                f"{plan.start_from} is not a trained model folder (no modules.json); "
+                "give a run's model/ folder or a model.onnx"
+            )
+        base_folder = Path(plan.start_from)
+    elif plan.start_from:
         from toolscout.training.restore import restore_model
 
         start = run_dir / START_DIR
         if not (start / "config.json").is_file():
-            restore_model(Path(plan.start_from_onnx), base_folder, start)
+            restore_model(Path(plan.start_from), base_folder, start)
         base_folder = start
     # Float32 master weights whatever the base files hold (a float16 copy travels lighter).
     model = SentenceTransformer(str(base_folder), device=device).float()
