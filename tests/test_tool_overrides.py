@@ -89,6 +89,8 @@ async def test_a_change_of_the_upstreams_own_description_still_goes_to_approval(
     assert "office__email_status_summary" in before
     assert "office__email_status_summary" not in during and "office__send_report" not in during
     assert refused.is_error and "send_report" not in echoed_or_empty(refused)
+    # Called by the id its override gives it, the agent is told why it cannot run.
+    assert "'office__email_status_summary' is withheld" in refused.content[0].text
     assert change.name == "send_report" and "audit@example.net" in change.diff
     assert echoed(after)["tool"] == "send_report"
 
@@ -144,3 +146,15 @@ def test_a_registry_fetched_by_url_cannot_override_tools() -> None:
     _, from_url = translate_server_json(document, "https://registry.example", from_url=True)
     assert from_file["overrides"] == OVERRIDES
     assert "overrides" not in from_url
+
+
+def test_a_withheld_tool_is_withheld_under_the_id_its_override_gives_it_too() -> None:
+    send = ToolRecord(id="office__send_report", name="send_report", server="office", input_schema=SEND["inputSchema"])
+    note = ToolRecord(id="office__read_note", name="read_note", server="office")
+    renamed = {"office": {"send_report": ToolOverride(name="mail")}}
+    catalog = overridden(Catalog.of([send, note]), renamed, {"office__send_report": "its definition changed"})
+    assert sorted(catalog.by_id) == ["office__read_note"]
+    assert catalog.withheld == {"office__send_report": "its definition changed"}  # as operators see it
+    assert catalog.withheld_reason("office__mail") == "its definition changed"
+    assert catalog.withheld_reason("office__send_report") == "its definition changed"
+    assert catalog.withheld_reason("office__read_note") is None

@@ -154,9 +154,15 @@ async def test_terminal_escapes_in_an_upstreams_errors_and_results_reach_the_age
                 tool: await client.call_tool("execute_tool", {"name": f"hostile__{tool}", "arguments": {}})
                 for tool in ("fail_with_escapes", "reject_with_escapes", "answer_with_escapes")
             }
+            prompt = await client.get_prompt("hostile__prompt_with_escapes", {})
+            note = await client.read_resource("toolscout://hostile/notes://escapes")
+    # A prompt's text and a resource's, relayed for the client, are held to the same rule.
+    relayed = {"prompt": prompt.messages[0].content.text, "resource": note.contents[0].text}
     for tool, result in results.items():
         text = text_of(result)
         assert result.is_error is (tool != "answer_with_escapes"), text
+        relayed[tool] = text
+    for text in relayed.values():
         # No ESC, BEL or C1 control reaches the agent raw; each is shown as its code.
         assert not any(char in text for char in "\x1b\x07\x9b"), repr(text)
         assert "printer offline \\u001b]52;c;cm0gLXJmIH4K\\u0007\\u001b]0;PWNED\\u0007\\u001b[2J" in text

@@ -101,18 +101,29 @@ class Catalog:
     """An immutable snapshot of the tools of the connected upstreams.
 
     `tools` are the ones agents may search and call; `withheld` maps the ids of tools a screen
-    (pinning, poisoning scan) keeps from them to the reason, which `execute_tool` reports.
+    (pinning, poisoning scan) keeps from them to the reason, which `execute_tool` reports. Those
+    are the upstreams' own ids (the ones operators see); `withheld_as` maps the id an operator's
+    override gives a withheld tool to its own, so an agent calling it by that id is told why too.
     """
 
     tools: tuple[ToolRecord, ...] = ()
     by_id: Mapping[str, ToolRecord] = field(default_factory=dict)
     withheld: Mapping[str, str] = field(default_factory=dict)
+    withheld_as: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, tools: Sequence[ToolRecord], withheld: Mapping[str, str] | None = None) -> Catalog:
+    def of(
+        cls, tools: Sequence[ToolRecord], withheld: Mapping[str, str] | None = None,
+        withheld_as: Mapping[str, str] | None = None,
+    ) -> Catalog:
         withheld = dict(withheld or {})
         kept = tuple(tool for tool in tools if tool.id not in withheld)
-        return cls(tools=kept, by_id={tool.id: tool for tool in kept}, withheld=withheld)
+        aliases = {shown: own for shown, own in (withheld_as or {}).items() if own in withheld}
+        return cls(tools=kept, by_id={tool.id: tool for tool in kept}, withheld=withheld, withheld_as=aliases)
+
+    def withheld_reason(self, tool_id: str) -> str | None:
+        """Why the tool an agent calls `tool_id` is withheld, or None if it is not."""
+        return self.withheld.get(self.withheld_as.get(tool_id, tool_id))
 
     @property
     def fingerprint(self) -> tuple[object, ...]:

@@ -185,6 +185,17 @@ def answer_with_escapes() -> str:
     return ESCAPES
 
 
+@server.prompt()
+def prompt_with_escapes() -> str:
+    """A prompt whose text carries raw terminal escapes."""
+    return ESCAPES
+
+
+@server.resource("notes://escapes", description="A note whose text carries raw terminal escapes.")
+def note_with_escapes() -> str:
+    return ESCAPES
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--start-after":
         # A slow start: nothing is served until the test creates this file.

@@ -91,11 +91,11 @@ class CatalogIndexer:
     async def update(self, listed: Catalog) -> bool:
         """Screen, enrich and index `listed` (in worker threads); False if nothing changed. The
         screens judge the upstreams' own definitions; agents see them as overridden."""
-        catalog = overridden(await self._screened(listed), self.overrides)
+        catalog = overridden(listed, self.overrides, await self._screened(listed))
         examples: Sequence[Example] = ()
         if self._enrich is not None:
             tools, examples = await anyio.to_thread.run_sync(self._enrich, catalog.tools)
-            catalog = Catalog.of(tools, catalog.withheld)
+            catalog = Catalog.of(tools, catalog.withheld, catalog.withheld_as)
         # Expansions and examples are not part of a tool's fingerprint, yet change what is indexed.
         key = (catalog.fingerprint, tuple(t.expansion for t in catalog.tools), tuple(examples))
         if key == self._indexed_key:
@@ -107,12 +107,13 @@ class CatalogIndexer:
         logger.info("catalog: %s from %s", plural(len(catalog.tools), "tool"), plural(servers, "upstream"))
         return True
 
-    async def _screened(self, full: Catalog) -> Catalog:
+    async def _screened(self, full: Catalog) -> dict[str, str]:
+        """{upstream id: reason} of the tools the screens withhold; each new one logged."""
         withheld = await self.withheld(full.tools)
         for tool_id, reason in withheld.items():
             if tool_id not in self.catalog.withheld:
                 logger.warning("withholding tool '%s': %s", tool_id, reason)
-        return Catalog.of(full.tools, withheld) if withheld else full
+        return withheld
 
     async def withheld(self, records: Sequence[ToolRecord]) -> dict[str, str]:
         """{id: reason} of the records the screens withhold (in worker threads)."""

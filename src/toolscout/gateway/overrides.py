@@ -2,7 +2,7 @@
 
 One transform and its inverse, side by side (as fastmcp keeps a name transform beside its inverse):
 
-- `overridden(catalog, overrides)`: each overridden tool shown under its new name (and an id made
+- `overridden(catalog, overrides, withheld)`: each overridden tool shown under its new name (and an id made
   from it), its new description, and its input schema without the hidden and fixed arguments. It
   runs after the screens (pins, the poisoning screen) judged the upstream's own definition, so an
   override never hides a change upstream from approval, and before the catalog is enriched and
@@ -80,14 +80,17 @@ def _new_names(catalog: Catalog, overrides: Overrides) -> dict[tuple[str, str], 
     return names
 
 
-def overridden(catalog: Catalog, overrides: Overrides) -> Catalog:
-    """`catalog` with the operator's overrides applied (see the module's docstring)."""
+def overridden(catalog: Catalog, overrides: Overrides, withheld: Mapping[str, str] | None = None) -> Catalog:
+    """`catalog` (every tool listed) with the operator's overrides applied (see the module's
+    docstring) and the tools the screens withhold (`withheld`: upstream id -> reason) withheld,
+    known by the ids their overrides give them too, so a call by that id is told why."""
+    withheld = dict(withheld or {})
     if not any(overrides.get(tool.server, {}).get(tool.name) for tool in catalog.tools):
-        return catalog
+        return Catalog.of(catalog.tools, withheld)
     names = _new_names(catalog, overrides)
     # A new name gets the id any tool of that name would have; the other tools keep theirs.
     ids = assign_ids((server, shown) for (server, _), shown in names.items())
-    taken = {tool.id for tool in catalog.tools if names[(tool.server, tool.name)] == tool.name} | set(catalog.withheld)
+    taken = {tool.id for tool in catalog.tools if names[(tool.server, tool.name)] == tool.name}
     tools = []
     for tool in catalog.tools:
         override = overrides.get(tool.server, {}).get(tool.name)
@@ -101,7 +104,10 @@ def overridden(catalog: Catalog, overrides: Overrides) -> Catalog:
             tools.append(_reshaped(tool, override, shown))
         else:
             tools.append(dataclasses.replace(_reshaped(tool, override, shown), id=ids[(tool.server, shown)]))
-    return Catalog.of(tools, catalog.withheld)
+    pairs = list(zip(catalog.tools, tools, strict=True))
+    shown_as = {after.id: before.id for before, after in pairs if after.id != before.id}
+    served = [after for before, after in pairs if before.id not in withheld]
+    return Catalog.of(served, withheld, shown_as)
 
 
 def upstream_arguments(tool: ToolRecord, arguments: Mapping[str, Any]) -> Mapping[str, Any]:

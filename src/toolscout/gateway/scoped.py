@@ -142,7 +142,7 @@ class ScopedGateway:
             tool_id: reason for tool_id, reason in catalog.withheld.items()
             if (server := self.gateway.server_of(tool_id)) is not None and self.profile.allows(tool_id, server)
         }
-        return Catalog.of(tools, withheld)
+        return Catalog.of(tools, withheld, catalog.withheld_as)
 
 
 def view_of(gateway: Gateway, profile: Profile | None) -> GatewayView:

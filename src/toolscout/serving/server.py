@@ -286,8 +286,8 @@ class MetaTools:
     ) -> types.CallToolResult | types.InputRequiredResult:
         name = _tool_name(arguments)
         catalog = gateway.catalog
-        if name in catalog.withheld:
-            raise CallRefused("withheld", f"Tool '{name}' is withheld: {catalog.withheld[name]}")
+        if (reason := catalog.withheld_reason(name)) is not None:
+            raise CallRefused("withheld", f"Tool '{name}' is withheld: {reason}")
         try:
             tool = self._resolve(name, gateway)
         except UnknownToolError:

@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from toolscout.errors import UpstreamError
 from toolscout.printable import controls_shown
 from toolscout.secrets import Redaction
+from toolscout.upstream.agent_text import prompt_changed, read_changed, texts_changed
 from toolscout.upstream.tasks import TASKS_EXTENSION, needs_tasks
 from toolscout.upstream.error_text import upstream_error_text
 from toolscout.upstream.limits import Limits, bound_read, bound_result
@@ -210,20 +211,21 @@ class UpstreamSession:
         )
         if isinstance(result, types.InputRequiredResult):
             return result
-        return bound_read(result, self.limits.max_result_bytes, server=self.name, uri=uri)
+        return read_changed(bound_read(result, self.limits.max_result_bytes, server=self.name, uri=uri), controls_shown)
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str], round_: InputRound | None = None, *,
         caller: Caller | None = None,
     ) -> types.GetPromptResult | types.InputRequiredResult:
         """Proxy prompts/get; "input required" is returned as it is to a client that cannot be asked back."""
-        return await self._interactive(
+        result = await self._interactive(
             f"prompt '{name}'", round_, caller,
             lambda client, round_, raw: client.session.get_prompt(
                 name, dict(arguments), meta=self._meta(), input_responses=round_.responses,
                 request_state=round_.state, allow_input_required=True,
             ) if raw else client.get_prompt(name, dict(arguments), meta=self._meta()),
         )
+        return result if isinstance(result, types.InputRequiredResult) else prompt_changed(result, controls_shown)
 
     async def _interactive(
         self, what: str, round_: InputRound | None, caller: Caller | None,
@@ -385,10 +387,10 @@ class UpstreamSession:
         salvaged = unwrap_salvaged(result)
         result = salvaged.result if salvaged is not None else result
         if result.is_error:
-            result = _texts_changed(result, upstream_error_text)
+            result = texts_changed(result, upstream_error_text)
         result = bound_result(result, self.limits.max_result_bytes, server=self.name, tool=tool,
                               wire_bytes=salvaged.wire_bytes if salvaged is not None else None)
-        return _texts_changed(result, controls_shown)
+        return texts_changed(result, controls_shown)
 
     # --- a call that timed out: slow, or wedged? -------------------------------------------------
 
@@ -459,12 +461,3 @@ class UpstreamSession:
         )
         logger.warning("upstream '%s' wanted to %s, but %s", self.name, what, why)
         return types.ErrorData(code=types.INVALID_REQUEST, message=f"toolscout cannot {what}: {why}")
-
-
-def _texts_changed(result: types.CallToolResult, change: Callable[[str], str]) -> types.CallToolResult:
-    """`result` with `change` applied to the text of each of its text blocks."""
-    content = [
-        block.model_copy(update={"text": change(block.text)}) if isinstance(block, types.TextContent) else block
-        for block in result.content
-    ]
-    return result.model_copy(update={"content": content})
