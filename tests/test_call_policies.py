@@ -355,3 +355,66 @@ async def test_a_call_of_a_down_servers_tool_is_audited_as_unavailable(tmp_path:
     [entry] = audit_lines("--json")
     assert (entry["tool"], entry["outcome"]) == ("broken__query", "unavailable")
     assert "no database configured" in entry["detail"]
+
+
+async def test_with_the_dashboard_open_a_call_no_client_can_confirm_waits_there_for_an_operator(tmp_path: Path) -> None:
+    """Over HTTP with an operator token: a client without elicitation calls a destructive tool;
+    the call waits on the dashboard's Calls page; Deny refuses it (the upstream sees nothing),
+    Allow runs it once. With the dashboard closed, the same call is refused at once."""
+    import re
+
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    tokens_file = tmp_path / "tokens.json"
+    tokens_file.write_text(json.dumps({"clients": [
+        {"name": "ops", "token": BETA, "operator": True}, {"name": "alpha", "token": ALPHA}]}))
+    tokens_file.chmod(0o600)
+    tokens = load_client_tokens(tokens_file)
+    operator = {"Authorization": f"Bearer {BETA}"}
+    with anyio.fail_after(90):
+        async with notes_app(tmp_path, ServingOptions(transport="http", clients=tokens, confirm="destructive")) as app, \
+                anyio.create_task_group() as tg:
+            asgi = http_app(app.server, host="127.0.0.1", clients=tokens, gateway=app.gateway, dashboard=app.dashboard)
+            url, uvicorn = await serve_asgi(asgi, tg)
+
+            async with httpx2.AsyncClient(base_url=url, headers={**operator, "Origin": url}) as dashboard:
+
+                async def answer(decision: str) -> str:
+                    """Wait for the call on the Calls page and press `decision`; the page's text."""
+                    while 'data-tool="notes__delete_note"' not in (shown := (await dashboard.get("/ui/calls")).text):
+                        await anyio.sleep(0.05)
+                    key = re.search(r'name="key" value="([^"]+)"', shown)
+                    csrf = re.search(r'name="csrf" value="(\w+)"', shown)
+                    assert key is not None and csrf is not None
+                    decided = await dashboard.post("/ui/calls/decide", data={
+                        "csrf": csrf.group(1), "key": key.group(1), "decision": decision})
+                    assert decided.status_code == 303, decided.text
+                    return shown
+
+                async with create_mcp_http_client(headers={"Authorization": f"Bearer {ALPHA}"}) as http, \
+                        Client(streamable_http_client(f"{url}/mcp", http_client=http), mode="legacy") as plain:
+                    closed = await plain.call_tool("execute_tool", execute("notes__delete_note", note_id=1))
+                    await plain.call_tool("execute_tool", execute("notes__create_note", title="keep", body="me"))
+                    await dashboard.get("/ui")  # the operator opens the dashboard
+                    results: dict[str, types.CallToolResult] = {}
+                    for decision in ("deny", "allow"):
+                        async with anyio.create_task_group() as calls:
+                            async def call(decision: str = decision) -> None:
+                                results[decision] = await plain.call_tool(
+                                    "execute_tool", execute("notes__delete_note", note_id=1))
+                            calls.start_soon(call)
+                            page = await answer(decision)
+                        if decision == "deny":
+                            still = await plain.call_tool("execute_tool", execute("notes__search", text="keep"))
+                    gone = await plain.call_tool("execute_tool", execute("notes__search", text="keep"))
+                after = (await dashboard.get("/ui/calls")).text
+            uvicorn.should_exit = True
+    assert closed.is_error and "did not declare the elicitation capability" in text_of(closed)
+    assert "dashboard open" in text_of(closed)
+    assert "alpha" in page and "{&#34;note_id&#34;: 1}" in page  # the client and the arguments, shown
+    denied = results["deny"]
+    assert denied.is_error and "operator 'ops' denied 'notes__delete_note'" in text_of(denied)
+    assert text_of(still) == "1: keep"  # the upstream never saw the denied call
+    assert text_of(results["allow"]) == "deleted note 1" and text_of(gone) == "no notes match"
+    assert "No call waits" in after

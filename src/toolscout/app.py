@@ -412,7 +412,7 @@ class App:
             from toolscout.dashboard import Dashboard
 
             self.dashboard = Dashboard(
-                gateway, metrics=self.metrics, profiles=self._profiles,
+                gateway, metrics=self.metrics, profiles=self._profiles, pending=self.policies.pending,
                 pins=hooks.pins.store if hooks.pins is not None else None,
                 usage=sources.usage if sources is not None else None,
                 phrases=sources.cache if sources is not None else None, open_browser=config.serving.open_dashboard,

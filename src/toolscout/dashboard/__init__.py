@@ -8,6 +8,7 @@ and stores as the commands (never a second implementation):
     playground.py  a search as `search_tools` answers it, with what --explain adds, per profile
     learning.py    learned examples and generated phrases, with Remove
     activity.py    calls, errors and latency per server over the last hour
+    calls.py       calls waiting for an operator's confirmation, with Allow and Deny
 
 `site.py` mounts them under /ui and checks every request (Host, Origin, operator credential,
 CSRF); `access.py` signs browsers in; `render.py` escapes and sets the security headers.

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from toolscout.learning.usage import UsageStore
     from toolscout.security.pinning import PinStore
     from toolscout.serving.metrics import GatewayMetrics
+    from toolscout.serving.pending_calls import PendingCalls
     from toolscout.serving.scoped import ProfileChooser
 
 __all__ = ["UI_PATH", "DashboardParts", "Handler", "back_to"]
@@ -37,6 +38,7 @@ class DashboardParts:
     pins: PinStore | None = None
     usage: UsageStore | None = None
     phrases: ExpansionCache | None = None
+    pending: PendingCalls | None = None
 
 
 def back_to(path: str) -> Response:

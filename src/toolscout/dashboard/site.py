@@ -26,6 +26,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from toolscout.dashboard.activity import routes as activity_routes
+from toolscout.dashboard.calls import routes as calls_routes
 from toolscout.dashboard.learning import routes as learning_routes
 from toolscout.dashboard.playground import routes as playground_routes
 from toolscout.dashboard.servers import routes as servers_routes
@@ -105,6 +106,8 @@ class Dashboard(DashboardParts):
                 if isinstance(operator, Response):
                     return operator
                 request.state.operator = operator
+                if self.pending is not None:
+                    self.pending.seen()  # an operator is here to answer a call waiting for confirmation
                 request.state.csrf = self.access.csrf_token(operator)
                 if request.method == "POST":
                     form = await request.form()
@@ -118,7 +121,7 @@ class Dashboard(DashboardParts):
 
         routes = [
             *servers_routes(self), *tools_routes(self), *playground_routes(self),
-            *learning_routes(self), *activity_routes(self),
+            *learning_routes(self), *activity_routes(self), *calls_routes(self),
         ]
         guarded_routes = [Route(r.path, guarded(r.endpoint), methods=r.methods) for r in routes]
         return Starlette(routes=[

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from toolscout.registry.spec import ServerSpec
     from toolscout.serving.metrics import GatewayMetrics
     from toolscout.serving.options import ServingOptions
+    from toolscout.serving.pending_calls import PendingCalls
     from toolscout.serving.relay import ClientCaller
 
 __all__ = ["CallPolicies", "Origin", "call_policies", "origin_of"]
@@ -74,6 +75,11 @@ class CallPolicies:
         self.audit = audit
         self.on_refused = on_refused
 
+    @property
+    def pending(self) -> PendingCalls | None:
+        """Where calls no client can be asked to confirm wait for an operator, if anywhere."""
+        return self.confirmation.pending if self.confirmation is not None else None
+
     def close(self) -> None:
         if self.audit is not None and self.audit.log is not None:
             self.audit.log.state.close()
@@ -97,7 +103,7 @@ class CallPolicies:
         if self.limits is not None and (over := self.limits.over(origin.client, tool)) is not None:
             raise CallRefused("limited", over)
         if self.confirmation is not None:
-            answers_or_question = await self.confirmation.confirmed(tool, arguments, caller, answers)
+            answers_or_question = await self.confirmation.confirmed(tool, arguments, caller, answers, client=origin.client)
             if isinstance(answers_or_question, types.InputRequiredResult):
                 return answers_or_question
             answers = answers_or_question
@@ -148,7 +154,9 @@ def call_policies(
     """The policies `serve` runs with: --confirm and the entries' "confirm", the token file's and
     the entries' limits, the audit trail in the state store at `state` (None: the default; log
     lines only when the operator turned it off or the store cannot be opened), refusals counted in
-    `metrics`; ConfigError if a limit is unusable."""
+    `metrics`; ConfigError if a limit is unusable. Over HTTP, where the dashboard is served, a call
+    no client can be asked to confirm waits there for an operator (`pending`)."""
+    from toolscout.serving.pending_calls import PendingCalls
     from toolscout.serving.rate_limits import client_limits
     from toolscout.state.audit import AuditLog, open_audit_state
 
@@ -159,7 +167,8 @@ def call_policies(
         except StateError as exc:
             logger.warning("the audit trail is written to the log only: %s", exc)
     return CallPolicies(
-        Confirmation(serving.confirm, specs), RateLimits(client_limits(serving.clients), specs),
+        Confirmation(serving.confirm, specs, pending=PendingCalls() if serving.transport == "http" else None),
+        RateLimits(client_limits(serving.clients), specs),
         AuditTrail(log, serving.audit_days or 0, full_arguments=serving.audit_arguments, secrets=_secrets_of(specs)),
         metrics.refused if metrics is not None else None,
     )

@@ -15,7 +15,9 @@ result and retries with its answer, the request state (sealed on the wire by the
 RequestStateBoundary) naming the tool and a digest of the arguments confirmed, so an answer
 cannot be carried over to another call. Decline, cancel, no answer within `CONFIRM_TIMEOUT`, or a
 client that cannot be asked (no elicitation capability) refuse the call; the refusal names the
-setting that would let it through without asking. Nothing reaches the upstream first.
+setting that would let it through without asking. Where the gateway has a dashboard
+(`pending_calls.py`), a call no client can be asked about waits there instead, for an operator to
+allow or deny it within the same time. Nothing reaches the upstream first.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from toolscout.search.destructive import is_destructive
 if TYPE_CHECKING:
     from toolscout.catalog import ToolRecord
     from toolscout.registry.spec import ServerSpec
+    from toolscout.serving.pending_calls import PendingCalls
     from toolscout.serving.relay import ClientCaller
 
 __all__ = ["CONFIRM_KEY", "CONFIRM_TIMEOUT", "Answers", "Confirmation", "carry_confirmation", "needs_confirmation"]
@@ -63,11 +66,16 @@ def needs_confirmation(tool: ToolRecord, mode: str) -> bool:
 class Confirmation:
     """The confirmation policy of every server, and asking the user."""
 
-    def __init__(self, default: str = "none", specs: Sequence[ServerSpec] = (), *, timeout: float = CONFIRM_TIMEOUT) -> None:
+    def __init__(
+        self, default: str = "none", specs: Sequence[ServerSpec] = (), *, timeout: float = CONFIRM_TIMEOUT,
+        pending: PendingCalls | None = None,
+    ) -> None:
         if default not in CONFIRM_MODES:
             raise ValueError(f"confirm mode must be one of {', '.join(CONFIRM_MODES)}; got {default!r}")
         self.default = default
         self.timeout = timeout
+        # Where a call no client can be asked about waits for an operator (None: it is refused).
+        self.pending = pending
         self._servers: dict[str, Mapping[str, str]] = {}
         self.reconfigure(specs)
 
@@ -79,18 +87,22 @@ class Confirmation:
         return entry.get(tool.name) or entry.get("*") or self.default
 
     async def confirmed(
-        self, tool: ToolRecord, arguments: dict[str, Any], caller: ClientCaller | None, answers: Answers = (None, None)
+        self, tool: ToolRecord, arguments: dict[str, Any], caller: ClientCaller | None, answers: Answers = (None, None),
+        *, client: str = "",
     ) -> types.InputRequiredResult | Answers:
         """What the call may go on with: the answers for its upstream (the confirmation's taken out),
-        when no question is needed or the user accepted; or the question, as a 2026-07-28 client's
-        "input required". CallRefused ("declined", "unconfirmed") saying why it may not."""
+        when no question is needed or the user (or an operator, on the dashboard) accepted; or the
+        question, as a 2026-07-28 client's "input required". CallRefused ("declined",
+        "unconfirmed") saying why it may not. `client` names the caller on the dashboard."""
         mode = self.mode_of(tool)
         if not needs_confirmation(tool, mode):
             return answers
         why = _cannot_ask(caller)
+        if why is not None and self.pending is not None and self.pending.watched():
+            return await self._operator_confirmed(tool, arguments, answers, client)
         if why is not None or caller is None:
             raise CallRefused("unconfirmed", f"Refused: '{tool.id}' needs the user's confirmation, but {why}. "
-                                             f"{self._allowing(tool)}")
+                                             f"{self._allowing(tool)}{_dashboard_note(self.pending)}")
         if caller.asks_back:
             answer = await self._ask(caller, tool, arguments)
         else:
@@ -109,6 +121,20 @@ class Confirmation:
         logger.info("the user %s to run '%s'", said, tool.id)
         raise CallRefused("declined", f"Refused: the user {said} when asked to confirm '{tool.id}' (server "
                                       f"'{tool.server}'); it was not run. Do not retry unless the user asks for it.")
+
+    async def _operator_confirmed(self, tool: ToolRecord, arguments: dict[str, Any], answers: Answers, client: str) -> Answers:
+        assert self.pending is not None
+        answer, operator = await self.pending.decision(
+            tool.id, tool.server, _shown_arguments(arguments), client=client or "unnamed", timeout=self.timeout
+        )
+        if answer == "accept":
+            return answers
+        if answer == "timeout":
+            raise CallRefused("unconfirmed", f"Refused: '{tool.id}' needs confirmation; no client could be asked, and "
+                                             f"no operator allowed it on the dashboard within {self.timeout:g} s. It was "
+                                             f"not run. {self._allowing(tool)}")
+        raise CallRefused("declined", f"Refused: operator '{operator}' denied '{tool.id}' (server '{tool.server}') on "
+                                      "the dashboard; it was not run. Do not retry unless the user asks for it.")
 
     def _allowing(self, tool: ToolRecord) -> str:
         """How the operator lets `tool` run without asking: the setting that decided, named."""
@@ -132,6 +158,12 @@ class Confirmation:
         return "timeout"
 
 
+def _dashboard_note(pending: PendingCalls | None) -> str:
+    if pending is None:
+        return ""
+    return " While an operator has this gateway's dashboard open, such a call waits there for them to allow it."
+
+
 def _cannot_ask(caller: ClientCaller | None) -> str | None:
     if caller is None:
         return "this call has no client to ask"
@@ -145,11 +177,14 @@ def _cannot_ask(caller: ClientCaller | None) -> str | None:
 _NO_FIELDS: dict[str, Any] = {"type": "object", "properties": {}}
 
 
-def _message(tool: ToolRecord, arguments: dict[str, Any]) -> str:
+def _shown_arguments(arguments: dict[str, Any]) -> str:
     shown = json.dumps(arguments, ensure_ascii=False, default=str)
-    if len(shown) > _SHOWN_ARGUMENTS:
-        shown = shown[:_SHOWN_ARGUMENTS] + " ... (cut)"
-    return f"Allow the agent to run '{tool.name}' of server '{tool.server}' (tool '{tool.id}') with these arguments?\n{shown}"
+    return shown[:_SHOWN_ARGUMENTS] + " ... (cut)" if len(shown) > _SHOWN_ARGUMENTS else shown
+
+
+def _message(tool: ToolRecord, arguments: dict[str, Any]) -> str:
+    return (f"Allow the agent to run '{tool.name}' of server '{tool.server}' (tool '{tool.id}') with these "
+            f"arguments?\n{_shown_arguments(arguments)}")
 
 
 def _digest(tool: ToolRecord, arguments: dict[str, Any]) -> str:
