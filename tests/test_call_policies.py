@@ -18,11 +18,12 @@ import pytest
 from mcp import Client
 from support.asgi import serve_asgi
 from support.gateway_session import app_config, text_of
-from support.registries import python_server, write_registry
+from support.registries import in_process, python_server, write_registry
 
 from toolscout.app import App
 from toolscout.cli import main
 from toolscout.errors import ConfigError
+from toolscout.gateway import GatewayOptions
 from toolscout.serving.clients import load_client_tokens
 from toolscout.serving.http import http_app
 from toolscout.serving.options import ServingOptions
@@ -50,8 +51,10 @@ def execute(tool: str, **arguments: Any) -> dict[str, Any]:
 
 @asynccontextmanager
 async def notes_app(tmp_path: Path, serving: ServingOptions, **entry: Any) -> AsyncIterator[App]:
+    """The notes server (in this process) behind the App `serve` builds with `serving`."""
     registry = write_registry(tmp_path / "r.json", {"notes": python_server("notes_server.py", **entry)})
-    async with App(app_config(registry, serving=serving)) as app:
+    gateway = GatewayOptions(in_process={"notes": in_process("notes_server.py")})
+    async with App(app_config(registry, serving=serving, gateway=gateway)) as app:
         await app.gateway.ready(30)
         yield app
 

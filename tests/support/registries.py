@@ -1,10 +1,14 @@
 """Registries of test upstream servers, and the search settings gateway tests use.
 
-The upstream servers in tests/upstreams/ are real MCP servers run as stdio subprocesses.
+The upstream servers in tests/upstreams/ are real MCP servers, run as stdio subprocesses, or in
+this process (`in_process`) where a test is not about the process: the same server over the
+SDK's in-memory transport, with no process to start.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -12,7 +16,10 @@ from typing import Any
 
 from toolscout.search import SearchSettings
 
-__all__ = ["UPSTREAMS", "bundled_lookalikes", "failing_server", "fast_search_settings", "python_server", "time_server", "write_registry"]
+__all__ = [
+    "UPSTREAMS", "bundled_lookalikes", "failing_server", "fast_search_settings", "in_process", "python_server", "time_server",
+    "write_registry",
+]
 
 UPSTREAMS = Path(__file__).parent.parent / "upstreams"
 # The bundled registry's tools as its servers list them (benchmarks/data/bundled/SOURCE.md).
@@ -27,6 +34,20 @@ def fast_search_settings() -> SearchSettings:
 def python_server(script: str, *args: str, **extra: Any) -> dict[str, Any]:
     """A registry entry running one of tests/upstreams/ with this interpreter."""
     return {"command": sys.executable, "args": [str(UPSTREAMS / script), *args], **extra}
+
+
+_loads = itertools.count()
+
+
+def in_process(script: str) -> Any:
+    """The MCP server object of one of tests/upstreams/, loaded afresh (module state of its own, as
+    a new process would have), for `GatewayOptions(in_process={name: ...})`. The registry entry
+    keeps `python_server(script)`: it names the server, and pins judge it as usual."""
+    spec = importlib.util.spec_from_file_location(f"upstream_{Path(script).stem}_{next(_loads)}", UPSTREAMS / script)
+    assert spec is not None and spec.loader is not None, script
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.server
 
 
 def failing_server(message: str, code: int = 3) -> dict[str, Any]:

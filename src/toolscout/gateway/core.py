@@ -85,6 +85,7 @@ class Gateway(OfferingsRelay):
             on_change=self._on_pool_change,
             on_notice=self._notices.put,
             sign_in=upstream_auth,
+            in_process=options.in_process,
         )
         self._listeners: list[CatalogListener] = []
         self._changed = anyio.Event()

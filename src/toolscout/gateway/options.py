@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 from toolscout.upstream.defaults import (
     DEFAULT_CALL_TIMEOUT,
@@ -31,3 +33,7 @@ class GatewayOptions:
     # After the fast restarts, how often an upstream is tried again; None: given up on instead.
     retry_interval: float | None = DEFAULT_RETRY_INTERVAL
     limits: Limits = Limits()
+    # Upstreams reached in this process rather than as their registry entry says: server name -> an
+    # MCP server object, over the SDK's in-memory transport (no process, no port). The entry still
+    # names the server, and pins, overrides and policies judge it as they would; tests use it.
+    in_process: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False, compare=False)

@@ -118,7 +118,12 @@ class UpstreamPool:
         on_change: Callable[[], None] = lambda: None,
         on_notice: NoticeFn = lambda server, notification: None,
         sign_in: SignInFor = lambda spec: None,
+        in_process: Mapping[str, Any] | None = None,
     ) -> None:
+        """`in_process`: server name -> an MCP server object of this process, reached in memory
+        instead of as its entry says (`transports.InMemory`)."""
+        from toolscout.upstream.transports import InMemory
+
         self.max_restarts = max_restarts
         self.retry_interval = retry_interval
         self.stable_uptime = stable_uptime
@@ -129,6 +134,7 @@ class UpstreamPool:
             return Upstream(
                 spec, start_timeout=start_timeout, call_timeout=call_timeout, limits=limits, on_change=on_change,
                 on_notice=on_notice, sign_in=sign_in,
+                transport=InMemory(in_process[spec.name]) if in_process and spec.name in in_process else None,
             )
 
         self._make = make
