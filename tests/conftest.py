@@ -8,6 +8,11 @@ from typing import Any
 
 import pytest
 from support.postgres import PostgresServer
+from support.process_count import install as install_process_count
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    install_process_count(config)  # off unless benchmarks/suite_processes.py asks for it
 
 
 def _private_state(state: Path) -> Any:
