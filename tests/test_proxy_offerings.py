@@ -17,10 +17,11 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.subscriptions import ResourceUpdated
 from support.gateway_session import app_config
-from support.registries import python_server, write_registry
+from support.registries import in_process, python_server, write_registry
 
 from toolscout.app import App, PinOptions
 from toolscout.cli import main
+from toolscout.gateway import GatewayOptions
 from toolscout.serving.proxied import RESOURCE_NOT_FOUND, LogRate
 
 pytestmark = pytest.mark.anyio
@@ -53,10 +54,14 @@ async def library(
     tmp_path: Path, *flags: str, env: dict[str, str] | None = None, **config: Any
 ) -> AsyncIterator[tuple[App, Client, Received]]:
     """toolscout over the library server (and the notes server: two upstreams), a client session
-    on it, and every notification and log message that client received."""
+    on it, and every notification and log message that client received. Both run in this process
+    unless the library needs its command line or environment (flags, `env`)."""
     library_entry = python_server("library_server.py", *flags, **({"env": env} if env else {}))
     registry = write_registry(tmp_path / "r.json", {"library": library_entry, "notes": python_server("notes_server.py")})
     received = Received()
+    if not flags and not env:
+        here = {"library": in_process("library_server.py"), "notes": in_process("notes_server.py")}
+        config = {**config, "gateway": GatewayOptions(in_process=here)}
     async with App(app_config(registry, **config)) as app:
         await app.gateway.ready(30)
         async with Client(app.server, mode="legacy", message_handler=received) as client:
@@ -126,8 +131,9 @@ async def test_an_upstreams_own_uri_that_two_upstreams_offer_must_be_namespaced(
     registry = write_registry(tmp_path / "r.json", {
         "library": python_server("library_server.py"), "annex": python_server("library_server.py"),
     })
+    here = GatewayOptions(in_process={name: in_process("library_server.py") for name in ("library", "annex")})
     with anyio.fail_after(60):
-        async with App(app_config(registry)) as app:
+        async with App(app_config(registry, gateway=here)) as app:
             await app.gateway.ready(30)
             async with Client(app.server, mode="legacy") as client:
                 with pytest.raises(MCPError) as ambiguous:
@@ -307,10 +313,7 @@ async def test_the_reference_everything_servers_resources_prompts_and_completion
 
 
 def _patient() -> Any:
-    from toolscout.gateway import GatewayOptions
-
     return GatewayOptions(start_timeout=90, max_restarts=0)
-
 
 
 async def test_a_2026_07_28_clients_listen_stream_follows_a_resource_at_its_upstream(tmp_path: Path) -> None:

@@ -46,6 +46,8 @@ def in_process(script: str) -> Any:
     spec = importlib.util.spec_from_file_location(f"upstream_{Path(script).stem}_{next(_loads)}", UPSTREAMS / script)
     assert spec is not None and spec.loader is not None, script
     module = importlib.util.module_from_spec(spec)
+    # Registered, as an imported module is: the SDK reads a tool's annotations through its module.
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module.server
 
