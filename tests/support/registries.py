@@ -17,7 +17,7 @@ from typing import Any
 from toolscout.search import SearchSettings
 
 __all__ = [
-    "UPSTREAMS", "bundled_lookalikes", "failing_server", "fast_search_settings", "in_process", "python_server", "time_server",
+    "UPSTREAMS", "bundled_lookalikes", "failing_server", "fast_search_settings", "here", "in_process", "python_server", "time_server",
     "write_registry",
 ]
 
@@ -50,6 +50,13 @@ def in_process(script: str) -> Any:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module.server
+
+
+def here(**servers: str) -> Any:
+    """GatewayOptions running each server (name=script of tests/upstreams/) in this process."""
+    from toolscout.gateway import GatewayOptions
+
+    return GatewayOptions(in_process={name: in_process(script) for name, script in servers.items()})
 
 
 def failing_server(message: str, code: int = 3) -> dict[str, Any]:
