@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
-from support.gateway_session import app_config
+from support.gateway_session import app_config_here
 from support.registries import write_registry
 from support.wiring import POISON, RELOAD, app_client, catalog_where, echoed, found, ids, scripted
 
@@ -43,7 +43,7 @@ OVERRIDES = {"send_report": {
 def _app(tmp_path: Path, tools: list[dict[str, Any]], **config: Any) -> tuple[App, Path]:
     entry, spec = scripted(tmp_path, "office", tools)
     registry = write_registry(tmp_path / "r.json", {"office": {**entry, "overrides": OVERRIDES}})
-    return App(app_config(registry, pins=PinOptions(str(tmp_path / "state.sqlite3")), **config)), spec
+    return App(app_config_here(registry, pins=PinOptions(str(tmp_path / "state.sqlite3")), **config)), spec
 
 
 async def test_an_overridden_tool_is_found_as_overridden_and_runs_on_the_upstream_under_its_own_name(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
-from support.gateway_session import app_config
+from support.gateway_session import app_config_here
 from support.registries import failing_server, write_registry
 from mcp import Client
 from support.wiring import NOTE, RELOAD, SEND, app_client, catalog_where, echoed, found, ids, scripted
@@ -29,7 +29,7 @@ TITLED_SEND = dict(SEND, title="Send report", outputSchema=OUTPUT)
 
 def app_over(tmp_path: Path, servers: dict[str, dict], **config: Any) -> App:
     """toolscout as serve assembles it over `servers`; `config`: fields of `AppConfig`."""
-    return App(app_config(write_registry(tmp_path / "r.json", servers), **config))
+    return App(app_config_here(write_registry(tmp_path / "r.json", servers), **config))
 
 
 async def test_a_changed_title_or_output_schema_is_quarantined_like_a_changed_description(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@ client session on it."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -10,7 +12,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from support.registries import fast_search_settings
+from support.registries import fast_search_settings, in_process_entries
 from mcp import Client
 
 from toolscout.app import App, AppConfig
@@ -25,6 +27,15 @@ def app_config(registry: Path, **config: Any) -> AppConfig:
     """The configuration tests run toolscout with: `registry`, keyword signals only (no model to
     load), and `config`'s other fields of `AppConfig`."""
     return AppConfig(registries=(registry,), search=fast_search_settings(), **config)
+
+
+def app_config_here(registry: Path, **config: Any) -> AppConfig:
+    """`app_config`, with every server of the registry that can run in this process run there
+    (`registries.in_process_entries`): for tests whose subject is not the upstream's process."""
+    servers = json.loads(registry.read_text(encoding="utf-8"))["mcpServers"]
+    gateway = config.pop("gateway", GatewayOptions())
+    here = {**in_process_entries(servers), **gateway.in_process}
+    return app_config(registry, gateway=dataclasses.replace(gateway, in_process=here), **config)
 
 
 @asynccontextmanager

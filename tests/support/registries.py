@@ -17,7 +17,7 @@ from typing import Any
 from toolscout.search import SearchSettings
 
 __all__ = [
-    "UPSTREAMS", "bundled_lookalikes", "failing_server", "fast_search_settings", "here", "in_process", "python_server", "time_server",
+    "UPSTREAMS", "bundled_lookalikes", "failing_server", "fast_search_settings", "here", "in_process", "in_process_entries", "python_server", "time_server",
     "write_registry",
 ]
 
@@ -39,17 +39,37 @@ def python_server(script: str, *args: str, **extra: Any) -> dict[str, Any]:
 _loads = itertools.count()
 
 
-def in_process(script: str) -> Any:
+def in_process(script: str, *args: str) -> Any:
     """The MCP server object of one of tests/upstreams/, loaded afresh (module state of its own, as
-    a new process would have), for `GatewayOptions(in_process={name: ...})`. The registry entry
-    keeps `python_server(script)`: it names the server, and pins judge it as usual."""
+    a new process would have), for `GatewayOptions(in_process={name: ...})`: its `server`, or
+    `build(*args)` for a server made from its arguments (scripted_server.py). The registry entry
+    keeps `python_server(script, *args)`: it names the server, and pins judge it as usual."""
     spec = importlib.util.spec_from_file_location(f"upstream_{Path(script).stem}_{next(_loads)}", UPSTREAMS / script)
     assert spec is not None and spec.loader is not None, script
     module = importlib.util.module_from_spec(spec)
     # Registered, as an imported module is: the SDK reads a tool's annotations through its module.
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
+    if hasattr(module, "build"):
+        return module.build(*(Path(arg) if index != 1 else arg for index, arg in enumerate(args)))
+    assert not args, f"{script} takes no arguments in this process"
     return module.server
+
+
+def in_process_entries(entries: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Of these registry entries, each that runs a server of tests/upstreams/ with this
+    interpreter and nothing the process itself would carry (an environment, or arguments other than
+    a scripted server's), as its server object in this process (`GatewayOptions.in_process`)."""
+    here: dict[str, Any] = {}
+    for name, entry in entries.items():
+        args = [str(arg) for arg in entry.get("args", [])]
+        if entry.get("command") != sys.executable or not args or Path(args[0]).parent != UPSTREAMS or entry.get("env"):
+            continue
+        script, rest = Path(args[0]).name, args[1:]
+        if rest and script != "scripted_server.py":
+            continue
+        here[name] = in_process(script, *rest)
+    return here
 
 
 def here(**servers: str) -> Any:

@@ -23,55 +23,52 @@ from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
-SPEC, LABEL = Path(sys.argv[1]), sys.argv[2]
-CALLS = Path(sys.argv[3]) if len(sys.argv) > 3 else None
+
+def build(spec: Path, label: str, calls: Path | None = None) -> Server:
+    """The server of `spec` answering as `label` (tests run it in their own process this way too)."""
+
+    def read_spec() -> dict[str, Any]:
+        return json.loads(spec.read_text(encoding="utf-8"))
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        tools = [
+            types.Tool(
+                name=tool["name"],
+                description=tool.get("description", ""),
+                input_schema=tool.get("inputSchema", {"type": "object", "properties": {}}),
+                title=tool.get("title"),
+                output_schema=tool.get("outputSchema"),
+                annotations=tool.get("annotations"),
+            )
+            for tool in read_spec()["tools"]
+        ]
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name == "reload":
+            # Told both ways: on the session (handshake-era clients), on listen streams (2026-07-28).
+            await ctx.session.send_tool_list_changed()
+            await bus.publish(ToolsListChanged())
+        echoed = {"server": label, "tool": params.name, "arguments": params.arguments or {}}
+        if calls is not None:
+            with calls.open("a", encoding="utf-8") as written:
+                written.write(json.dumps(echoed) + "\n")
+        return types.CallToolResult(content=[types.TextContent(text=json.dumps(echoed))], structured_content=echoed)
+
+    bus = InMemorySubscriptionBus()
+    return Server(
+        label,
+        instructions=read_spec().get("instructions"),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_subscriptions_listen=ListenHandler(bus),
+    )
 
 
-def _spec() -> dict[str, Any]:
-    return json.loads(SPEC.read_text(encoding="utf-8"))
-
-
-async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-    tools = [
-        types.Tool(
-            name=tool["name"],
-            description=tool.get("description", ""),
-            input_schema=tool.get("inputSchema", {"type": "object", "properties": {}}),
-            title=tool.get("title"),
-            output_schema=tool.get("outputSchema"),
-            annotations=tool.get("annotations"),
-        )
-        for tool in _spec()["tools"]
-    ]
-    return types.ListToolsResult(tools=tools)
-
-
-async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-    if params.name == "reload":
-        # Told both ways: on the session (handshake-era clients), on listen streams (2026-07-28).
-        await ctx.session.send_tool_list_changed()
-        await bus.publish(ToolsListChanged())
-    echoed = {"server": LABEL, "tool": params.name, "arguments": params.arguments or {}}
-    if CALLS is not None:
-        with CALLS.open("a", encoding="utf-8") as calls:
-            calls.write(json.dumps(echoed) + "\n")
-    return types.CallToolResult(content=[types.TextContent(text=json.dumps(echoed))], structured_content=echoed)
-
-
-bus = InMemorySubscriptionBus()
-server = Server(
-    LABEL,
-    instructions=_spec().get("instructions"),
-    on_list_tools=list_tools,
-    on_call_tool=call_tool,
-    on_subscriptions_listen=ListenHandler(bus),
-)
-
-
-async def main() -> None:
+async def main(server: Server) -> None:
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    anyio.run(main, build(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]) if len(sys.argv) > 3 else None))
