@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
+from support.gateway_session import here_over
 from support.registries import fast_search_settings, write_registry
 from support.wiring import ids, scripted
 
@@ -43,7 +44,8 @@ async def test_only_real_successes_are_stored_as_examples(tmp_path: Path) -> Non
     time, _ = scripted(tmp_path, "time", TIME)
     registry = write_registry(tmp_path / "servers.json", {"git": git, "time": time})
     store = UsageStore(tmp_path / "usage.sqlite3")
-    gateway = Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), enrich=LearningSources(usage=store))
+    gateway = Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), here_over(registry),
+                      enrich=LearningSources(usage=store))
 
     async def search(client: Client, query: str, **options: object) -> list[str]:
         return ids(await client.call_tool("search_tools", {"query": query, **options}))

@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from support.gateway_session import here_over
 from support.registries import fast_search_settings, write_registry
 from support.wiring import NOTE, RELOAD, catalog_where, echoed, scripted
 
@@ -42,7 +43,7 @@ PARIS_NOTE = dict(NOTE, description="Read a saved text note by its title (times 
 def _gateway(registry: Path, pins: Path) -> tuple[Gateway, PinScreen]:
     specs = load_registries([registry])
     screen = PinScreen(PinStore(pins), {spec.name: server_identity(spec) for spec in specs})
-    return Gateway(specs, ToolSearch(fast_search_settings()), screens=[screen]), screen
+    return Gateway(specs, ToolSearch(fast_search_settings()), here_over(registry), screens=[screen]), screen
 
 
 def _approve(command: str) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, MCPError
 from mcp_types.jsonrpc import METHOD_NOT_FOUND
-from support.gateway_session import app_config, text_of
+from support.gateway_session import app_config_here, text_of
 from support.registries import python_server, write_registry
 
 from toolscout.app import App
@@ -34,7 +34,7 @@ def execute(tool: str, **arguments: Any) -> dict[str, Any]:
 
 async def test_a_tool_its_upstream_runs_only_as_a_task_is_refused_at_once_naming_it(tmp_path: Path) -> None:
     with anyio.fail_after(60):
-        async with App(app_config(registry(tmp_path))) as app:
+        async with App(app_config_here(registry(tmp_path))) as app:
             await app.gateway.ready(30)
             async with Client(app.server, mode="legacy") as client:
                 answers = {
@@ -61,7 +61,7 @@ async def test_a_tool_its_upstream_runs_only_as_a_task_is_refused_at_once_naming
 async def test_a_client_asking_for_a_task_gets_the_answer_when_the_call_ends(tmp_path: Path) -> None:
     opt_in = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
     with anyio.fail_after(60):
-        async with App(app_config(registry(tmp_path))) as app:
+        async with App(app_config_here(registry(tmp_path))) as app:
             await app.gateway.ready(30)
             async with Client(app.server, mode="legacy") as legacy:
                 capabilities = [legacy.server_capabilities]
@@ -92,7 +92,7 @@ async def test_task_methods_are_refused_saying_why(tmp_path: Path, mode: str) ->
     ]
     refusals: list[MCPError] = []
     with anyio.fail_after(60):
-        async with App(app_config(registry(tmp_path))) as app:
+        async with App(app_config_here(registry(tmp_path))) as app:
             await app.gateway.ready(30)
             async with Client(app.server, mode=mode) as client:
                 for request in asked:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from support.gateway_session import gateway_session
+from support.gateway_session import gateway_session, here_over
 from support.registries import UPSTREAMS, write_registry
 from support.wiring import scripted
 
@@ -45,7 +45,7 @@ async def texts(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple
         "clock": clock,
     })
     with anyio.fail_after(60):
-        async with gateway_session(registry) as (_, client):
+        async with gateway_session(registry, in_process=here_over(registry).in_process) as (_, client):
             answer = (await client.call_tool("search_tools", {"query": "record an expense"})).structured_content
             yield client.instructions or "", "\n".join(f"- {line}" for line in answer["servers"])
 

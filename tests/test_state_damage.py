@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
-from support.gateway_session import app_config
+from support.gateway_session import app_config_here
 from support.registries import write_registry
 from support.postgres import PostgresServer
 from support.wiring import RELOAD, SEND, catalog_where, scripted
@@ -40,7 +40,7 @@ async def _quarantine_send_report(tmp_path: Path) -> tuple[Path, Path]:
     registry = write_registry(tmp_path / "r.json", {"office": entry})
     state = tmp_path / "state.sqlite3"
     with anyio.fail_after(60):
-        async with App(app_config(registry, pins=PinOptions(str(state)))) as app:
+        async with App(app_config_here(registry, pins=PinOptions(str(state)))) as app:
             await app.gateway.ready(30)
             async with Client(app.server, mode="legacy") as client:
                 spec.write_text(json.dumps({"tools": [CHANGED, RELOAD]}))
@@ -51,7 +51,7 @@ async def _quarantine_send_report(tmp_path: Path) -> tuple[Path, Path]:
 
 async def _call_send_report(registry: Path, state: Path) -> str:
     with anyio.fail_after(60):
-        async with App(app_config(registry, pins=PinOptions(str(state)))) as app:
+        async with App(app_config_here(registry, pins=PinOptions(str(state)))) as app:
             await app.gateway.ready(30)
             async with Client(app.server, mode="legacy") as client:
                 result = await client.call_tool("execute_tool", {"name": "office__send_report", "arguments": {"to": "a"}})

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from support.gateway_session import app_config
+from support.gateway_session import app_config_here, here_over
 from support.registries import fast_search_settings, write_registry
 from mcp import Client, StdioServerParameters
 from support.serve_process import serve_command, served_over_http
@@ -45,7 +45,7 @@ def office_registry(tmp_path: Path) -> Path:
 
 
 def gateway_over(registry: Path, sources: LearningSources) -> Gateway:
-    return Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), enrich=sources)
+    return Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), here_over(registry), enrich=sources)
 
 
 async def test_overlay_phrases_and_example_files_make_tools_findable_in_the_users_words(tmp_path: Path) -> None:
@@ -54,8 +54,8 @@ async def test_overlay_phrases_and_example_files_make_tools_findable_in_the_user
     overlay.write_text(json.dumps({"version": 1, "tools": {"office__send_*": {"phrases": [OVERLAY_PHRASE]}}}))
     examples = tmp_path / "examples.jsonl"
     examples.write_text(json.dumps({"query": EXAMPLE_QUERY, "tools": ["office__read_note"]}) + "\n")
-    plain = App(app_config(registry, learning=LearningOptions()))
-    learned = App(app_config(registry, learning=LearningOptions(overlays=(overlay,), examples=(examples,))))
+    plain = App(app_config_here(registry, learning=LearningOptions()))
+    learned = App(app_config_here(registry, learning=LearningOptions(overlays=(overlay,), examples=(examples,))))
     with anyio.fail_after(30):
         async with plain, learned:
             await plain.gateway.ready(20)
@@ -89,7 +89,7 @@ async def test_a_search_followed_by_a_successful_execution_is_learned_and_used_a
     query = "email the weekly status report to the team"
     with anyio.fail_after(30):
         # As `serve` without --no-learn: usage is recorded in the (test's own) data directory.
-        config = app_config(registry, learning=LearningOptions(record=True))
+        config = app_config_here(registry, learning=LearningOptions(record=True))
         async with App(config) as app:
             await app.gateway.ready(20)
             async with Client(app.server, mode="legacy") as client:
@@ -229,7 +229,8 @@ async def test_an_engine_that_learns_from_examples_gets_the_files_and_the_learne
     store = UsageStore(tmp_path / "usage.sqlite3")
     store.record("book a hotel for my journey", "office__plan_trip", "office")
     engine = IntentSearch(fast_search_settings())
-    gateway = Gateway(load_registries([registry]), engine, enrich=LearningSources.load([], [examples], usage=store))
+    gateway = Gateway(load_registries([registry]), engine, here_over(registry),
+                      enrich=LearningSources.load([], [examples], usage=store))
     with anyio.fail_after(30):
         async with gateway:
             await gateway.ready(20)

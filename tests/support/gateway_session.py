@@ -29,13 +29,17 @@ def app_config(registry: Path, **config: Any) -> AppConfig:
     return AppConfig(registries=(registry,), search=fast_search_settings(), **config)
 
 
-def app_config_here(registry: Path, **config: Any) -> AppConfig:
-    """`app_config`, with every server of the registry that can run in this process run there
+def here_over(registry: Path, options: GatewayOptions | None = None) -> GatewayOptions:
+    """`options` with every server of the registry that can run in this process run there
     (`registries.in_process_entries`): for tests whose subject is not the upstream's process."""
+    options = options or GatewayOptions()
     servers = json.loads(registry.read_text(encoding="utf-8"))["mcpServers"]
-    gateway = config.pop("gateway", GatewayOptions())
-    here = {**in_process_entries(servers), **gateway.in_process}
-    return app_config(registry, gateway=dataclasses.replace(gateway, in_process=here), **config)
+    return dataclasses.replace(options, in_process={**in_process_entries(servers), **options.in_process})
+
+
+def app_config_here(registry: Path, **config: Any) -> AppConfig:
+    """`app_config`, its registry's servers run in this process where they can (`here_over`)."""
+    return app_config(registry, gateway=here_over(registry, config.pop("gateway", None)), **config)
 
 
 @asynccontextmanager
