@@ -36,7 +36,12 @@ def _start_in_a_terminal(script: str) -> tuple[int, int]:
     """Run `sh -c script` in a new session whose controlling terminal is a new pty: (pid, master fd)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     pid, master = pty.fork()
-    if pid == 0:  # the child: nothing but exec
+    if pid == 0:  # the child: a terminal's fresh signal state, then exec
+        # Ignored and blocked signals survive exec: whatever this test process was left with (an
+        # ignored SIGHUP above all) must not reach the shell, as it never would from a terminal.
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        for signum in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
+            signal.signal(signum, signal.SIG_DFL)
         os.execvpe("sh", ["sh", "-c", script], env)
     return pid, master
 
