@@ -40,6 +40,7 @@ from toolscout.upstream.defaults import DEFAULT_MAX_RESTARTS, DEFAULT_RETRY_INTE
 from toolscout.upstream.limits import Limits
 from toolscout.upstream.offerings import Offerings
 from toolscout.upstream.records import build_catalog
+from toolscout.upstream.transports import InMemory
 from toolscout.upstream.failures import is_configuration_error
 
 __all__ = [
@@ -122,8 +123,6 @@ class UpstreamPool:
     ) -> None:
         """`in_process`: server name -> an MCP server object of this process, reached in memory
         instead of as its entry says (`transports.InMemory`)."""
-        from toolscout.upstream.transports import InMemory
-
         self.max_restarts = max_restarts
         self.retry_interval = retry_interval
         self.stable_uptime = stable_uptime
