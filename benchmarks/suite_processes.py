@@ -1,5 +1,6 @@
 """How many of the suite's tests start a process (an upstream server over stdio, a `toolscout`
-command, a database, a browser), and how many processes the whole suite starts.
+command, a database, a browser; anything started through `subprocess.Popen`), and how many
+processes the whole suite starts.
 
     python benchmarks/suite_processes.py                  # runs the suite once, then the table
     python benchmarks/suite_processes.py --from counts.json --from older.json   # tables only

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.registries import here, python_server, write_registry
-from support.gateway_session import gateway_session, text_of
+from support.registries import python_server, write_registry
+from support.gateway_session import gateway_session, in_process_of, text_of
 from mcp import Client
 from support.wiring import scripted
 
@@ -42,8 +42,7 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Cli
         "notes": python_server("notes_server.py"),
         "weather": python_server("weather_server.py"),
     })
-    ours = here(notes="notes_server.py", weather="weather_server.py").in_process
-    async with gateway_session(registry, in_process=ours) as (_, client):
+    async with gateway_session(registry, in_process=in_process_of(registry)) as (_, client):
         yield client
 
 

@@ -17,8 +17,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from support.asgi import serve_asgi
-from support.gateway_session import app_config, text_of
-from support.registries import in_process, python_server, write_registry
+from support.gateway_session import app_config, app_config_here, text_of
+from support.registries import python_server, write_registry
 
 from toolscout.app import App
 from toolscout.cli import main
@@ -53,8 +53,7 @@ def execute(tool: str, **arguments: Any) -> dict[str, Any]:
 async def notes_app(tmp_path: Path, serving: ServingOptions, **entry: Any) -> AsyncIterator[App]:
     """The notes server (in this process) behind the App `serve` builds with `serving`."""
     registry = write_registry(tmp_path / "r.json", {"notes": python_server("notes_server.py", **entry)})
-    gateway = GatewayOptions(in_process={"notes": in_process("notes_server.py")})
-    async with App(app_config(registry, serving=serving, gateway=gateway)) as app:
+    async with App(app_config_here(registry, serving=serving)) as app:
         await app.gateway.ready(30)
         yield app
 

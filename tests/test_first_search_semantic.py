@@ -10,8 +10,8 @@ import anyio
 import pytest
 from mcp import Client
 from support.fake_encoder import HashingEncoder
-from support.gateway_session import text_of
-from support.registries import here, python_server, write_registry
+from support.gateway_session import here_over, text_of
+from support.registries import python_server, write_registry
 
 from toolscout.catalog import ToolRecord
 from toolscout.gateway import Gateway
@@ -37,7 +37,7 @@ class SlowToComplete(ToolSearch):
 
 async def _first_search(registry: Path, engine: ToolSearch, *, wait_complete: bool, query: str = QUERY) -> dict:
     """Start a gateway, search at once through an MCP session (after `complete()` if asked)."""
-    async with Gateway(load_registries([registry]), engine, here(weather="weather_server.py")) as gateway:
+    async with Gateway(load_registries([registry]), engine, here_over(registry)) as gateway:
         await gateway.ready(30)
         if wait_complete:
             await gateway.wait_complete()

@@ -1,7 +1,7 @@
 """Hard bounds: argument size, result size, calls in flight per upstream, stdout line length.
 
-The bounds the gateway keeps whatever the transport run with the hostile server in this process;
-those of the stdio channel (its line cap, a session ending mid-call) with it as a process."""
+Bounds the gateway keeps whatever the transport are tested with the hostile server in this
+process; those of the stdio channel (its line cap, a session ending mid-call) with it as a process."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from support.registries import in_process, python_server, write_registry
-from support.gateway_session import gateway_session, text_of
+from support.registries import python_server, write_registry
+from support.gateway_session import gateway_session, in_process_of, text_of
 
 from toolscout.upstream import Limits
 
@@ -21,14 +21,10 @@ def _registry(tmp_path: Path, **entry: object) -> Path:
     return write_registry(tmp_path / "servers.json", {"hostile": python_server("hostile_server.py", **entry)})
 
 
-def _here() -> dict[str, object]:
-    """The hostile server in this process: no process to start where the test is not about one."""
-    return {"hostile": in_process("hostile_server.py")}
-
-
 async def test_arguments_over_the_size_limit_are_refused_before_reaching_the_upstream(tmp_path: Path) -> None:
     with anyio.fail_after(30):
-        async with gateway_session(_registry(tmp_path), limits=Limits(max_argument_bytes=1000), in_process=_here()) as (_, client):
+        registry = _registry(tmp_path)
+        async with gateway_session(registry, limits=Limits(max_argument_bytes=1000), in_process=in_process_of(registry)) as (_, client):
             big = await client.call_tool("execute_tool", {"name": "hostile__echo", "arguments": {"text": "a" * 2000}})
             as_string = await client.call_tool("execute_tool", {"name": "hostile__echo", "arguments": "x" * 5000})
             small = await client.call_tool("execute_tool", {"name": "hostile__echo", "arguments": {"text": "a" * 900}})
@@ -41,7 +37,8 @@ async def test_arguments_over_the_size_limit_are_refused_before_reaching_the_ups
 async def test_an_oversized_result_is_cut_to_the_limit_with_a_note_not_dropped(tmp_path: Path) -> None:
     limit = 64 * 1024
     with anyio.fail_after(30):
-        async with gateway_session(_registry(tmp_path), limits=Limits(max_result_bytes=limit), in_process=_here()) as (_, client):
+        registry = _registry(tmp_path)
+        async with gateway_session(registry, limits=Limits(max_result_bytes=limit), in_process=in_process_of(registry)) as (_, client):
             result = await client.call_tool("execute_tool", {"name": "hostile__big_text", "arguments": {"kib": 200}})
             fits = await client.call_tool("execute_tool", {"name": "hostile__big_text", "arguments": {"kib": 10}})
     assert not result.is_error
@@ -60,7 +57,8 @@ async def test_calls_beyond_the_concurrency_limit_of_an_upstream_wait_their_turn
         peaks.append(int(text_of(result)))
 
     with anyio.fail_after(30):
-        async with gateway_session(_registry(tmp_path), limits=Limits(max_concurrent_calls=2), in_process=_here()) as (_, client):
+        registry = _registry(tmp_path)
+        async with gateway_session(registry, limits=Limits(max_concurrent_calls=2), in_process=in_process_of(registry)) as (_, client):
             async with anyio.create_task_group() as tg:
                 for _ in range(6):
                     tg.start_soon(hold, client)
@@ -74,7 +72,8 @@ async def test_a_call_that_waits_too_long_for_a_free_slot_fails_saying_so(tmp_pa
         running.set()
 
     with anyio.fail_after(30):
-        async with gateway_session(_registry(tmp_path, timeout=2), limits=Limits(max_concurrent_calls=1), in_process=_here()) as (_, client):
+        registry = _registry(tmp_path, timeout=2)
+        async with gateway_session(registry, limits=Limits(max_concurrent_calls=1), in_process=in_process_of(registry)) as (_, client):
             async with anyio.create_task_group() as tg:
                 # Alive (its progress restarts its timeout) and holding the only slot for as long as it runs.
                 tg.start_soon(lambda: client.call_tool(

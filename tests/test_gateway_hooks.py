@@ -8,7 +8,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from support.registries import fast_search_settings, here, python_server, write_registry
+from support.gateway_session import here_over
+from support.registries import fast_search_settings, python_server, write_registry
 from mcp import Client
 
 from toolscout.catalog import ToolRecord
@@ -29,8 +30,7 @@ async def test_a_withheld_tool_is_left_out_of_search_and_refused_with_the_screen
 
     specs = load_registries([registry])
     with anyio.fail_after(30):
-        async with Gateway(specs, ToolSearch(fast_search_settings()), here(weather="weather_server.py"),
-                           screens=[screen]) as gateway:
+        async with Gateway(specs, ToolSearch(fast_search_settings()), here_over(registry), screens=[screen]) as gateway:
             await gateway.ready(20)
             async with Client(build_server(gateway), mode="legacy") as client:
                 found = await client.call_tool("search_tools", {"query": "weather forecast for a city"})
@@ -57,8 +57,7 @@ async def test_observers_see_each_meta_tool_call_with_its_arguments_and_result(t
         raise RuntimeError("an observer's failure must not reach the agent")
 
     with anyio.fail_after(30):
-        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()),
-                           here(weather="weather_server.py")) as gateway:
+        async with Gateway(load_registries([registry]), ToolSearch(fast_search_settings()), here_over(registry)) as gateway:
             await gateway.ready(20)
             async with Client(build_server(gateway, observers=[observe]), mode="legacy") as client:
                 await client.call_tool("search_tools", {"query": "current weather"})

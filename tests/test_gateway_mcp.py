@@ -13,7 +13,8 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from support.registries import failing_server, fast_search_settings, here, python_server, time_server, write_registry
+from support.gateway_session import here_over
+from support.registries import failing_server, fast_search_settings, python_server, time_server, write_registry
 from mcp import Client
 
 from toolscout.naming import MAX_ID_LENGTH, is_valid_id
@@ -46,8 +47,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def gateway(registry: Path) -> AsyncIterator[Gateway]:
     specs = load_registries([registry])
     # Our own servers in this process; the third-party one and the one that fails to start as processes.
-    ours = here(notes="notes_server.py", weather="weather_server.py", paged="paged_server.py").in_process
-    options = GatewayOptions(start_timeout=30, max_restarts=0, in_process=ours)
+    options = here_over(registry, GatewayOptions(start_timeout=30, max_restarts=0))
     async with Gateway(specs, ToolSearch(fast_search_settings()), options) as gateway:
         await gateway.ready(40)
         yield gateway

@@ -16,8 +16,8 @@ import mcp_types as types
 import pytest
 from mcp import Client, MCPError
 from mcp.client.subscriptions import ResourceUpdated
-from support.gateway_session import app_config
-from support.registries import in_process, python_server, write_registry
+from support.gateway_session import app_config, app_config_here
+from support.registries import python_server, write_registry
 
 from toolscout.app import App, PinOptions
 from toolscout.cli import main
@@ -59,10 +59,7 @@ async def library(
     library_entry = python_server("library_server.py", *flags, **({"env": env} if env else {}))
     registry = write_registry(tmp_path / "r.json", {"library": library_entry, "notes": python_server("notes_server.py")})
     received = Received()
-    if not flags and not env:
-        here = {"library": in_process("library_server.py"), "notes": in_process("notes_server.py")}
-        config = {**config, "gateway": GatewayOptions(in_process=here)}
-    async with App(app_config(registry, **config)) as app:
+    async with App(app_config_here(registry, **config)) as app:
         await app.gateway.ready(30)
         async with Client(app.server, mode="legacy", message_handler=received) as client:
             yield app, client, received
@@ -131,9 +128,8 @@ async def test_an_upstreams_own_uri_that_two_upstreams_offer_must_be_namespaced(
     registry = write_registry(tmp_path / "r.json", {
         "library": python_server("library_server.py"), "annex": python_server("library_server.py"),
     })
-    here = GatewayOptions(in_process={name: in_process("library_server.py") for name in ("library", "annex")})
     with anyio.fail_after(60):
-        async with App(app_config(registry, gateway=here)) as app:
+        async with App(app_config_here(registry)) as app:
             await app.gateway.ready(30)
             async with Client(app.server, mode="legacy") as client:
                 with pytest.raises(MCPError) as ambiguous:

@@ -14,8 +14,8 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
-from support.gateway_session import app_config, text_of
-from support.registries import in_process, python_server, write_registry
+from support.gateway_session import app_config, app_config_here, text_of
+from support.registries import python_server, write_registry
 
 from toolscout.app import App
 from toolscout.gateway import GatewayOptions
@@ -43,16 +43,11 @@ def execute(tool: str, **arguments: Any) -> dict[str, Any]:
     return {"name": tool, "arguments": arguments}
 
 
-def here(*servers: str) -> GatewayOptions:
-    """Each of tests/upstreams/<server>_server.py in this process."""
-    return GatewayOptions(in_process={name: in_process(f"{name}_server.py") for name in servers})
-
-
 async def test_elicitation_and_sampling_reach_the_calling_client_named_and_its_answer_goes_back(tmp_path: Path) -> None:
     registry = write_registry(tmp_path / "r.json", {"library": python_server("library_server.py")})
     person, other = Person(pick="emma"), Person()
     with anyio.fail_after(60):
-        async with App(app_config(registry, gateway=here("library"))) as app:
+        async with App(app_config_here(registry)) as app:
             await app.gateway.ready(30)
             async with Client(app.server, mode="legacy", sampling_callback=person.sample,
                               elicitation_callback=person.elicit) as client, \
@@ -76,7 +71,7 @@ async def test_a_client_without_the_capability_gets_a_clear_error_in_the_result_
     registry = write_registry(tmp_path / "r.json", {"library": python_server("library_server.py")})
     able = Person()
     with anyio.fail_after(60):
-        async with App(app_config(registry, gateway=here("library"))) as app:
+        async with App(app_config_here(registry)) as app:
             await app.gateway.ready(30)
             async with Client(app.server, mode="legacy", sampling_callback=able.sample) as sampler, \
                     Client(app.server, mode="legacy") as plain:
@@ -126,7 +121,7 @@ async def test_a_2026_07_28_client_gets_the_upstreams_input_required_as_its_own_
         return types.ElicitResult(action="accept", content={"context": "a rainy day"})
 
     with anyio.fail_after(60):
-        async with App(app_config(registry, gateway=here("library", "conformance"))) as app:
+        async with App(app_config_here(registry)) as app:
             await app.gateway.ready(30)
             # No back-channel on this protocol: the questions travel in the results, and the client retries.
             async with Client(app.server, mode="2026-07-28", sampling_callback=person.sample,

@@ -16,8 +16,8 @@ from typing import Any
 import anyio
 import pytest
 import uvicorn
-from support.gateway_session import gateway_session, text_of
-from support.registries import fast_search_settings, here, python_server, write_registry
+from support.gateway_session import gateway_session, in_process_of, text_of
+from support.registries import fast_search_settings, python_server, write_registry
 from upstreams import weather_server
 
 from toolscout.gateway import Gateway, GatewayOptions
@@ -130,7 +130,7 @@ async def test_an_upstream_echoing_a_megabyte_error_reaches_the_agent_capped_wit
     registry = write_registry(tmp_path / "servers.json", {"hostile": python_server("hostile_server.py")})
     big = "x" * 1_000_000
     with anyio.fail_after(60):
-        async with gateway_session(registry, in_process=here(hostile="hostile_server.py").in_process) as (_gateway, client):
+        async with gateway_session(registry, in_process=in_process_of(registry)) as (_gateway, client):
             results = [
                 await client.call_tool("execute_tool", {"name": f"hostile__{tool}", "arguments": {"text": big}})
                 for tool in ("fail_echoing", "reject_echoing")
@@ -149,7 +149,7 @@ async def test_an_upstream_echoing_a_megabyte_error_reaches_the_agent_capped_wit
 async def test_terminal_escapes_in_an_upstreams_errors_and_results_reach_the_agent_as_codes(tmp_path: Path) -> None:
     registry = write_registry(tmp_path / "servers.json", {"hostile": python_server("hostile_server.py")})
     with anyio.fail_after(60):
-        async with gateway_session(registry, in_process=here(hostile="hostile_server.py").in_process) as (_gateway, client):
+        async with gateway_session(registry, in_process=in_process_of(registry)) as (_gateway, client):
             results = {
                 tool: await client.call_tool("execute_tool", {"name": f"hostile__{tool}", "arguments": {}})
                 for tool in ("fail_with_escapes", "reject_with_escapes", "answer_with_escapes")

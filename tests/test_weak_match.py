@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from mcp import Client
 from support.fake_encoder import HashingEncoder
-from support.registries import here, python_server, write_registry
+from support.gateway_session import here_over
+from support.registries import python_server, write_registry
 from test_search_engine import tool
 
 from toolscout.gateway import Gateway
@@ -38,8 +39,7 @@ async def test_a_request_no_tool_serves_gets_a_weak_match_notice_and_a_good_one_
     settings = SearchSettings(cache_dir=tmp_path / "cache", weak_match_rule=RULE)
     engine = ToolSearch(settings, encoder=HashingEncoder(dimension=4096))
     with anyio.fail_after(60):
-        servers = here(paged="paged_server.py", weather="weather_server.py", notes="notes_server.py")
-        async with Gateway(load_registries([registry]), engine, servers) as gateway:
+        async with Gateway(load_registries([registry]), engine, here_over(registry)) as gateway:
             await gateway.ready(40)
             await gateway.wait_complete()
             async with Client(build_server(gateway), mode="legacy") as client:

@@ -29,12 +29,16 @@ def app_config(registry: Path, **config: Any) -> AppConfig:
     return AppConfig(registries=(registry,), search=fast_search_settings(), **config)
 
 
-def here_over(registry: Path, options: GatewayOptions | None = None) -> GatewayOptions:
-    """`options` with every server of the registry that can run in this process run there
+def in_process_of(registry: Path) -> dict[str, Any]:
+    """Every server of the registry that can run in this process, as its server object
     (`registries.in_process_entries`): for tests whose subject is not the upstream's process."""
+    return in_process_entries(json.loads(registry.read_text(encoding="utf-8"))["mcpServers"])
+
+
+def here_over(registry: Path, options: GatewayOptions | None = None) -> GatewayOptions:
+    """`options` with the registry's servers run in this process where they can (`in_process_of`)."""
     options = options or GatewayOptions()
-    servers = json.loads(registry.read_text(encoding="utf-8"))["mcpServers"]
-    return dataclasses.replace(options, in_process={**in_process_entries(servers), **options.in_process})
+    return dataclasses.replace(options, in_process={**in_process_of(registry), **options.in_process})
 
 
 def app_config_here(registry: Path, **config: Any) -> AppConfig:

@@ -1,7 +1,8 @@
 """A pytest plugin that counts the processes each test starts (`benchmarks/suite_processes.py`
-turns it on): every process creation in Python goes through `subprocess.Popen._execute_child`
-(asyncio's and anyio's included), so one patch sees them all. A fixture shared by several tests
-counts toward the first test that uses it. Written as JSON, test id -> processes, at the end."""
+turns it on): every `subprocess.Popen` goes through `_execute_child` (asyncio's and anyio's
+subprocesses included), so one patch sees them; a bare `os.fork` (`pty.fork`) is not counted. A
+fixture shared by several tests counts toward the first test that uses it. Written as JSON, test
+id -> processes, at the end."""
 
 from __future__ import annotations
 

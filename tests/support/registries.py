@@ -17,7 +17,7 @@ from typing import Any
 from toolscout.search import SearchSettings
 
 __all__ = [
-    "UPSTREAMS", "bundled_lookalikes", "failing_server", "fast_search_settings", "here", "in_process", "in_process_entries", "python_server", "time_server",
+    "UPSTREAMS", "bundled_lookalikes", "failing_server", "fast_search_settings", "in_process", "in_process_entries", "python_server", "time_server",
     "write_registry",
 ]
 
@@ -51,7 +51,7 @@ def in_process(script: str, *args: str) -> Any:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     if hasattr(module, "build"):
-        return module.build(*(Path(arg) if index != 1 else arg for index, arg in enumerate(args)))
+        return module.build(*args)
     assert not args, f"{script} takes no arguments in this process"
     return module.server
 
@@ -70,13 +70,6 @@ def in_process_entries(entries: dict[str, dict[str, Any]]) -> dict[str, Any]:
             continue
         here[name] = in_process(script, *rest)
     return here
-
-
-def here(**servers: str) -> Any:
-    """GatewayOptions running each server (name=script of tests/upstreams/) in this process."""
-    from toolscout.gateway import GatewayOptions
-
-    return GatewayOptions(in_process={name: in_process(script) for name, script in servers.items()})
 
 
 def failing_server(message: str, code: int = 3) -> dict[str, Any]:

@@ -24,8 +24,9 @@ from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 
-def build(spec: Path, label: str, calls: Path | None = None) -> Server:
-    """The server of `spec` answering as `label` (tests run it in their own process this way too)."""
+def build(spec_file: str, label: str, calls_file: str | None = None) -> Server:
+    """The server of the command line's arguments (tests run it in their own process this way too)."""
+    spec, calls = Path(spec_file), Path(calls_file) if calls_file else None
 
     def read_spec() -> dict[str, Any]:
         return json.loads(spec.read_text(encoding="utf-8"))
@@ -71,4 +72,4 @@ async def main(server: Server) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, build(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]) if len(sys.argv) > 3 else None))
+    anyio.run(main, build(*sys.argv[1:4]))
