@@ -1,12 +1,13 @@
 """Does learning from use take right answers away? A dev set searched without and with a handful of
 learned examples: how many first tools went from right to wrong, and from wrong to right.
 
-    .venv/bin/python benchmarks/learning_safety.py                 # the bundled registry's two sets
+    .venv/bin/python benchmarks/learning_safety.py        # bundled, translated, everyday, devtools
     .venv/bin/python benchmarks/learning_safety.py --sets bundled --examples FILE
 
-The examples stand for one short agent session (benchmarks/data/learned/bundled_session.jsonl:
-requests written for this check, none taken from a dev set; an example equal to an evaluated
-request is dropped all the same). They reach the engine as a gateway passes learned examples
+The examples stand for one short agent session on each catalog (benchmarks/data/learned/
+<set>_session.jsonl; the translated set reuses the bundled registry's): requests written for this
+check from the catalog's tools, none taken from a dev set; an example equal to an evaluated request
+is dropped all the same. They reach the engine as a gateway passes learned examples
 (expansion phrases and the intent signal). Prints markdown; progress on stderr.
 """
 
@@ -24,7 +25,13 @@ from toolscout.search.settings import SearchSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT.parent / "shared" / "bench"
-SESSION = ROOT / "benchmarks" / "data" / "learned" / "bundled_session.jsonl"
+SESSIONS = ROOT / "benchmarks" / "data" / "learned"
+# A set whose catalog is another's uses that one's session.
+SAME_CATALOG = {"bundled_translated": "bundled"}
+
+
+def session_of(name: str) -> Path:
+    return SESSIONS / f"{SAME_CATALOG.get(name, name)}_session.jsonl"
 
 
 def first_tools(settings: SearchSettings, dataset, queries, examples) -> list[str | None]:
@@ -35,8 +42,10 @@ def first_tools(settings: SearchSettings, dataset, queries, examples) -> list[st
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", default="bundled,bundled_translated", help="dev sets (comma-separated)")
-    parser.add_argument("--examples", type=Path, default=SESSION, help="learned examples (JSON Lines)")
+    parser.add_argument("--sets", default="bundled,bundled_translated,everyday,devtools",
+                        help="dev sets (comma-separated)")
+    parser.add_argument("--examples", type=Path,
+                        help="learned examples for every set (JSON Lines; default: each set's session file)")
     parser.add_argument("--bench", type=Path, default=BENCH)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -46,7 +55,7 @@ def main() -> int:
     wanted = args.sets.split(",")
     for dev in (d for d in dev_sets(args.bench) if d.name in wanted):
         dataset, queries = dev.dataset, dev.dataset.queries
-        examples, _ = without_overlap(load_eval_examples(args.examples), queries)
+        examples, _ = without_overlap(load_eval_examples(args.examples or session_of(dev.name)), queries)
         print(f"{dataset.name}: searching without and with {len(examples)} examples", file=sys.stderr)
         before = first_tools(settings, dataset, queries, ())
         after = first_tools(settings, dataset, queries, examples)

@@ -11,8 +11,9 @@ cache, or Postgres shared by replicas), in two parts, each under a key hashing e
   name and description tokens the TF-IDF documents repeat), keyed by every other field of every
   tool in catalog order;
 - the expansion part: what the learned phrases feed (the expansion BM25 index and the key of the
-  TF-IDF fit, whose documents join all three fields), keyed by the base key and every tool's
-  `expansion`.
+  TF-IDF fit, whose documents join all three fields, and, where any tool has phrases, the key of a
+  second fit without them, which requests no past request is close to are scored with), keyed by
+  the base key and every tool's `expansion`.
 
 Learning from use changes only `expansion`, so a re-index after learning reads the base part back
 and builds only the expansion part. Both keys also hash the settings, the versions of bm25s and
@@ -58,7 +59,11 @@ logger = logging.getLogger(__name__)
 
 # Bump when what is kept or how it is laid out changes (the modules' source is hashed as well).
 # 2: kept in two parts (base, expansion); an archive of format 1 is simply never found.
-_FORMAT = 2
+_FORMAT = 3
+# The TF-IDF fit over the name and description alone, kept beside the one with the phrases (see
+# `toolscout.search.pipeline`, where the two become the one tfidf signal).
+TFIDF_WITHOUT_PHRASES = "tfidf_without_phrases"
+_TFIDF_FITS = ("tfidf", TFIDF_WITHOUT_PHRASES)
 # Each BM25 signal and the document of a tool it indexes.
 BM25_FIELDS: Mapping[str, Callable[[ToolRecord], str]] = {
     "bm25_name": name_document,
@@ -155,7 +160,7 @@ def catalog_index(
         read_back.add("expansion")
     both = {**base.index.retrievers, **expansion}
     # The signals in one order however each was obtained: fusion adds their scores in this order.
-    retrievers = {name: both[name] for name in (*BM25_FIELDS, "tfidf") if name in both}
+    retrievers = {name: both[name] for name in (*BM25_FIELDS, *_TFIDF_FITS) if name in both}
     return replace(base.index, retrievers=retrievers, read_back=frozenset(read_back))
 
 
@@ -247,6 +252,9 @@ def _build_expansion(
         names, descriptions = tokens["bm25_name"], tokens["bm25_description"]
         merged = [[*names[i], *names[i], *descriptions[i], *phrases[i]] for i in range(len(tools))]
         retrievers["tfidf"] = TfidfRetriever(merged, store=fits)
+        if any(phrases):
+            plain = [[*names[i], *names[i], *descriptions[i]] for i in range(len(tools))]
+            retrievers[TFIDF_WITHOUT_PHRASES] = TfidfRetriever(plain, store=fits)
     return retrievers
 
 
@@ -298,14 +306,14 @@ def _pack(
     tokens: str | None = None,
 ) -> bytes | None:
     """The archive kept for `key`; None when it cannot be kept whole (its TF-IDF fit was not)."""
-    tfidf = retrievers.get("tfidf")
-    if isinstance(tfidf, TfidfRetriever) and not tfidf.fit_key and not tfidf.empty:
+    fits = {name: r for name, r in retrievers.items() if isinstance(r, TfidfRetriever)}
+    if any(not r.fit_key and not r.empty for r in fits.values()):
         return None  # fitted but not kept (no fit store): it could not be read back
     meta = {
         "key": key,
         "size": size,
         "bm25": {name: not r.empty for name, r in retrievers.items() if isinstance(r, BM25Retriever)},
-        "tfidf": tfidf.fit_key if isinstance(tfidf, TfidfRetriever) else None,
+        "tfidf": {name: r.fit_key for name, r in fits.items()},
     }
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive, tempfile.TemporaryDirectory() as folder:
@@ -379,7 +387,7 @@ def _read_tokens(archive: zipfile.ZipFile, size: int) -> Callable[[], dict[str, 
 
 
 def _read_expansion(key: str, archive: zipfile.ZipFile, size: int, *, fits: FitStore | None) -> dict[str, Retriever] | None:
-    return _read_retrievers(key, archive, size, signals=("bm25_expansion", "tfidf"), fits=fits)
+    return _read_retrievers(key, archive, size, signals=("bm25_expansion", *_TFIDF_FITS), fits=fits)
 
 
 def _read_retrievers(
@@ -402,17 +410,17 @@ def _read_retrievers(
                 for file in _BM25_FILES:
                     (saved / file).write_bytes(archive.read(f"{name}/{file}"))
             retrievers[name] = BM25Retriever.load(saved, size)
-    if meta["tfidf"] is not None:
-        if "tfidf" not in signals:
+    for name, fit_key in meta["tfidf"].items():
+        if name not in signals:
             return None
         tfidf = TfidfRetriever([[]] * size)
-        if meta["tfidf"]:
+        if fit_key:
             if fits is None:
                 return None
-            tfidf = TfidfRetriever.stored(meta["tfidf"], size, fits)
+            tfidf = TfidfRetriever.stored(fit_key, size, fits)
             if tfidf is None:
                 return None
-        retrievers["tfidf"] = tfidf
+        retrievers[name] = tfidf
     return retrievers
 
 

@@ -18,7 +18,7 @@ from toolscout.index.base import NOT_RETRIEVED, Query, Retrieval, Retriever
 from toolscout.index.dense import DenseRetriever
 from toolscout.index.intent import IntentExamples, IntentRetriever
 from toolscout.index.text import dense_document
-from toolscout.search.catalog_index import IDENTIFIER
+from toolscout.search.catalog_index import IDENTIFIER, TFIDF_WITHOUT_PHRASES
 from toolscout.search.confidence import GAP_RANK
 from toolscout.search.destructive import asks_to_destroy, demote_destructive
 from toolscout.search.ranker import RERANKER, Candidates, LearnedRanker, fused_head
@@ -237,9 +237,26 @@ def _retrieved(name: str) -> SignalRow:
     return SignalRow(name, lambda s: _unweighed(s.retrievers[name]) if name in s.retrievers else None)
 
 
+def _tfidf(snapshot: Snapshot) -> Signal | None:
+    """TF-IDF over the tools' name, description and learned phrases, for a request some past
+    request is close to (the intent vote is not empty); over name and description alone for any
+    other. The phrases change the documents' words and their weights, and a request that only
+    shares a common word with one ("stop", "install") would otherwise move with every example
+    learned: an example must not move an unrelated request's answer."""
+    if "tfidf" not in snapshot.retrievers:
+        return None
+    learned = snapshot.retrievers["tfidf"]
+    plain = snapshot.retrievers.get(TFIDF_WITHOUT_PHRASES)
+    intent = snapshot.intent
+    if plain is None or intent is None:
+        return _unweighed(learned)
+    return lambda query: Retrieval((learned if intent.vote(query).confidence > 0 else plain).scores(query))
+
+
 # Every signal, in the order fusion reads them (ties keep the order items were first seen in).
 SIGNAL_TABLE: tuple[SignalRow, ...] = (
-    *(_retrieved(name) for name in LEXICAL_SIGNALS),
+    *(_retrieved(name) for name in LEXICAL_SIGNALS if name != "tfidf"),
+    SignalRow("tfidf", _tfidf),
     SignalRow("dense", lambda s: None if s.dense is None else _unweighed(s.dense)),
     # Scores, and its confidence for this query.
     SignalRow("intent", lambda s: None if s.intent is None else s.intent.vote),
