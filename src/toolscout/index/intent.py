@@ -113,11 +113,24 @@ class IntentRetriever:
         self._tool = np.array([t for tools in labels for t in tools], dtype=np.int64)
         # Where each example's pairs start in the flattened arrays.
         self._start = np.concatenate(([0], np.cumsum([len(tools) for tools in labels]))).astype(np.int64)
+        # The last query and its vote: the TF-IDF signal asks whether past requests are close to a
+        # query before this signal answers it (toolscout.search.pipeline), so one search would
+        # otherwise vote twice. Read-only, replaced whole: a search on another thread only misses it.
+        self._last: tuple[Query, IntentVote] | None = None
 
     def scores(self, query: Query) -> np.ndarray:
         return self.vote(query).scores
 
     def vote(self, query: Query) -> IntentVote:
+        last = self._last
+        if last is not None and last[0] is query:
+            return last[1]
+        answer = self._vote(query)
+        answer.scores.setflags(write=False)
+        self._last = (query, answer)
+        return answer
+
+    def _vote(self, query: Query) -> IntentVote:
         scores = np.full(self.size, NOT_RETRIEVED, dtype=np.float32)
         if query.embedding is None or len(self.matrix) == 0:
             return IntentVote(scores, 0.0)

@@ -250,10 +250,9 @@ def _build_expansion(
         # Full Recall@10 +0.002 / +0.006, MRR@10 +0.006 / +0.003).
         tokens = base_tokens()
         names, descriptions = tokens["bm25_name"], tokens["bm25_description"]
-        merged = [[*names[i], *names[i], *descriptions[i], *phrases[i]] for i in range(len(tools))]
-        retrievers["tfidf"] = TfidfRetriever(merged, store=fits)
+        plain = [[*names[i], *names[i], *descriptions[i]] for i in range(len(tools))]
+        retrievers["tfidf"] = TfidfRetriever([[*doc, *words] for doc, words in zip(plain, phrases)], store=fits)
         if any(phrases):
-            plain = [[*names[i], *names[i], *descriptions[i]] for i in range(len(tools))]
             retrievers[TFIDF_WITHOUT_PHRASES] = TfidfRetriever(plain, store=fits)
     return retrievers
 
