@@ -9,7 +9,9 @@ at a time, in these configurations:
 - base model: dense alone, and fused by weighted RRF (the old fusion);
 - the model asked for: dense alone, weighted RRF, and the learned ranker (its ranker.json, or
   `--ranker`; the row is left out when it has none); `--reranker` feeds a ranker that reads the
-  reranker's score (without it, such a ranker's stand-in fitted without the score runs).
+  reranker's score (without it, such a ranker's stand-in fitted without the score runs);
+- where the multilingual extra is installed, the learned ranker with the multilingual vote (every
+  other row is without it).
 "Dense alone" is the engine with only the dense signal (its sentence bonus on, no exact names).
 Top-1, Recall@5, MRR@10 and Full Recall@10 per set, then top-1 / Recall@5 per slice (everyday by
 source and English or not, bundled by language, etom_mcp by level, toolbench_stb by group), and
@@ -30,6 +32,7 @@ from pathlib import Path
 from toolscout.eval import build_engine, engine_ranker, evaluate
 from toolscout.eval.dev_sets import dev_sets
 from toolscout.eval.metrics import paired_noise
+from toolscout.index.multilingual import installed
 from toolscout.search.settings import SearchSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,16 +46,18 @@ def configurations(model: str, base: str | None, ranker: Path | None, reranker: 
     out = {}
     if base:
         out["base model, dense alone"] = _dense(SearchSettings(model=base))
-        out["base model, weighted RRF"] = SearchSettings(model=base, fusion="rrf")
+        out["base model, weighted RRF"] = SearchSettings(model=base, fusion="rrf", multilingual="off")
     out["model, dense alone"] = _dense(SearchSettings(model=model))
-    out["model, weighted RRF"] = SearchSettings(model=model, fusion="rrf")
+    out["model, weighted RRF"] = SearchSettings(model=model, fusion="rrf", multilingual="off")
     out["model, learned ranker"] = SearchSettings(model=model, ranker_file=ranker, fusion="learned",
-                                                  reranker=reranker, rerank_mode="feature")
+                                                  reranker=reranker, rerank_mode="feature", multilingual="off")
+    if installed():
+        out["model, learned ranker, multilingual vote"] = dataclasses.replace(out["model, learned ranker"], multilingual="on")
     return out
 
 
 def _dense(settings: SearchSettings) -> SearchSettings:
-    return dataclasses.replace(settings, weights={"dense": 1.0}, exact_name_boost=False, fusion="rrf")
+    return dataclasses.replace(settings, weights={"dense": 1.0}, exact_name_boost=False, fusion="rrf", multilingual="off")
 
 
 def machine() -> str:
@@ -120,20 +125,21 @@ def main() -> int:
                 s = run.summary
                 print(f"| {dev.name}{' (' + dev.note + ')' if dev.note else ''} | {s.n_queries} | {label} | "
                       f"{stats(run.outcomes)} | {s.latency_ms_p50:.1f} | {s.latency_ms_p95:.1f} |")
-    shipped, dense = "model, learned ranker", "model, dense alone"
-    print("\nThe shipped engine beside its own dense signal: top-1 (noise: twice the standard error of the "
-          "paired difference)\n")
-    print("| dev set | dense alone | shipped | difference | noise | verdict |")
-    print("|---|---:|---:|---:|---:|---|")
-    for dev in sets:
-        a, b = runs.get((dev.name, shipped)), runs.get((dev.name, dense))
-        if a is None or b is None:
-            continue
-        mine, theirs = [top(o, 1) > 0 for o in a.outcomes], [top(o, 1) > 0 for o in b.outcomes]
-        diff, band = (sum(mine) - sum(theirs)) / len(mine), paired_noise(mine, theirs)
-        verdict = "above" if diff > band else "below" if diff < -band else "within noise"
-        print(f"| {dev.name} | {sum(theirs) / len(theirs):.3f} | {sum(mine) / len(mine):.3f} | {diff:+.3f} | "
-              f"{band:.3f} | {verdict} |")
+    shipped, dense, vote = "model, learned ranker", "model, dense alone", "model, learned ranker, multilingual vote"
+    for after, before, title in ((shipped, dense, "The shipped engine beside its own dense signal"),
+                                 (vote, shipped, "The multilingual vote beside the engine without it")):
+        print(f"\n{title}: top-1 (noise: twice the standard error of the paired difference)\n")
+        print(f"| dev set | {before} | {after} | difference | noise | verdict |")
+        print("|---|---:|---:|---:|---:|---|")
+        for dev in sets:
+            a, b = runs.get((dev.name, after)), runs.get((dev.name, before))
+            if a is None or b is None:
+                continue
+            mine, theirs = [top(o, 1) > 0 for o in a.outcomes], [top(o, 1) > 0 for o in b.outcomes]
+            diff, band = (sum(mine) - sum(theirs)) / len(mine), paired_noise(mine, theirs)
+            verdict = "above" if diff > band else "below" if diff < -band else "within noise"
+            print(f"| {dev.name} | {sum(theirs) / len(theirs):.3f} | {sum(mine) / len(mine):.3f} | {diff:+.3f} | "
+                  f"{band:.3f} | {verdict} |")
     for dev in sets:
         for field in SLICES.get(dev.name, ()):
             labels = [label for label in configs if (dev.name, label) in runs]

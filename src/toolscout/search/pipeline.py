@@ -140,6 +140,8 @@ class Snapshot:
     intent: IntentRetriever | None = None
     # Set once every embedding signal of this snapshot (dense, intent) is ready, or none is wanted.
     embedded: bool = False
+    # The multilingual model's cosines over the dense documents, once embedded (`search.multilingual`).
+    multilingual: DenseRetriever | None = None
     servers: np.ndarray = field(default_factory=lambda: np.array([], dtype=object))
     # Per tool: deletes, resets or overwrites something (toolscout.search.destructive).
     destructive: tuple[bool, ...] = ()

@@ -24,7 +24,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from toolscout.catalog import ToolRecord
 from toolscout.index.model_files import DEFAULT_MODEL, bundled_reranker_dir, resolve_reranker
+from toolscout.index.text import dense_document
 from toolscout.search.rrf import reciprocal_rank
 
 if TYPE_CHECKING:
@@ -82,6 +84,23 @@ class Reranker:
         else:
             log.info("reranker %s rescores the first %d tools (%s)", spec, settings.rerank_depth, settings.rerank_mode)
         return scorer
+
+    def rescored(
+        self, tools: Sequence[ToolRecord], text: str, order: list[int], scores: dict[int, float], exact: list[int],
+        wait: float | None,
+    ) -> tuple[list[int], dict[int, float], dict[int, float]]:
+        """After fusion: the first `rerank_depth` tools behind the exact name matches (`exact`), rescored
+        when the model is loaded (`wait`: as for `scorer`). Returns the order, the scores and the
+        reranker's score of each tool it rescored."""
+        scorer = self.scorer(wait)
+        if scorer is None:
+            return order, scores, {}
+        pinned = set(exact)
+        head = [p for p in order if p not in pinned][: self._settings.rerank_depth]
+        rescored = scorer.scores(text, [dense_document(tools[p]) for p in head])
+        candidate_scores = {p: float(score) for p, score in zip(head, rescored)}
+        order, scores = reranked(order, scores, candidate_scores, self._settings)
+        return order, scores, candidate_scores
 
 
 def reranked(

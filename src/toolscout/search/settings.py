@@ -37,6 +37,7 @@ __all__ = [
     "FUSIONS",
     "LEARNED_SIGNALS",
     "LEXICAL_SIGNALS",
+    "MULTILINGUAL_MODES",
     "RERANK_MODES",
     "SIGNALS",
     "SearchSettings",
@@ -87,6 +88,7 @@ DEFAULT_INTENT_FULL_VOTE = 0.6
 #   reorder  after fusion, sort the first rerank_depth tools by its score alone;
 #   blend    after fusion, sort them by 1/(rrf_k + fused rank) + rerank_weight/(rrf_k + reranker rank).
 RERANK_MODES = ("feature", "reorder", "blend")
+MULTILINGUAL_MODES = ("auto", "on", "off")
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,12 @@ class SearchSettings:
     # only judges the match for the weak-match notice. The default since it won or tied on every
     # dev set (docs/benchmarks.md, "Learned fusion").
     fusion: str = "learned"
+    # The multilingual vote for requests not in English (toolscout.search.multilingual): "auto"
+    # (on where the multilingual extra is installed), "on" (without the extra: an error saying how
+    # to install it) or "off"; `multilingual_weight` is its share beside the engine's order (1: as
+    # much, the one value measured; docs/benchmarks.md).
+    multilingual: str = "auto"
+    multilingual_weight: float = 1.0
     # A ranker.json to use instead of the one beside the model (fitting and evaluating rankers).
     ranker_file: Path | None = None
     # The dense-only weak-match rule's thresholds where the learned ranker cannot judge the match;
@@ -171,6 +179,9 @@ class SearchSettings:
             raise ValueError("rerank_depth must be >= 1 and rerank_weight >= 0")
         if self.fusion not in FUSIONS:
             raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {self.fusion!r}")
+        if self.multilingual not in MULTILINGUAL_MODES or self.multilingual_weight < 0:
+            raise ValueError(f"multilingual must be one of {', '.join(MULTILINGUAL_MODES)} and its weight >= 0, "
+                             f"got {self.multilingual!r} and {self.multilingual_weight}")
         if not 0 <= self.intent_full_vote <= 1:
             raise ValueError(f"intent_full_vote must be between 0 and 1, got {self.intent_full_vote}")
 

@@ -155,7 +155,8 @@ def _searched(
 ) -> list[Row]:
     from toolscout.search import SearchSettings, ToolSearch
 
-    settings = SearchSettings(model=model, ranker_file=ranker)
+    # The engine as the wheel alone answers: the fit does not depend on which extras are installed.
+    settings = SearchSettings(model=model, ranker_file=ranker, multilingual="off")
     rows: list[Row] = []
     for number, catalog in enumerate(catalogs, start=1):
         engine = ToolSearch(settings)

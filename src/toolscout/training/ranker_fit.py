@@ -252,7 +252,8 @@ def extract(
         if path.is_file():
             with path.open("rb") as stream:  # our own cache, written just below
                 return pickle.load(stream)
-    settings = SearchSettings(model=model, fusion="rrf")
+    # The multilingual vote comes after the cut point these replays stop at: never embed for it.
+    settings = SearchSettings(model=model, fusion="rrf", multilingual="off")
     examples = []
     for number, catalog in enumerate(catalogs, start=1):
         engine = ToolSearch(settings)
