@@ -19,7 +19,7 @@ from toolscout.index.multilingual import english_probability, installed
 from toolscout.search import SearchSettings, ToolSearch
 from toolscout.search import multilingual as vote_module
 from toolscout.index.text import dense_document
-from toolscout.search.multilingual import ENGLISH_AT_MOST, MULTILINGUAL, MultilingualVote, blended
+from toolscout.search.multilingual import ENGLISH_AT_MOST, MULTILINGUAL, MULTILINGUAL_PENDING, MultilingualVote, blended
 from toolscout.state.content import ContentStore
 
 pytestmark = pytest.mark.skipif(not installed(), reason="needs the multilingual extra (scripts/setup.sh installs it)")
@@ -92,6 +92,19 @@ def test_a_restart_over_a_known_catalog_votes_before_completing(engines: dict[st
     answer = restarted.search(text, limit=5)
     assert MULTILINGUAL in answer.signals
     assert answer.hits[0].tool.id == right
+
+
+def test_until_the_catalog_is_embedded_for_it_a_request_not_in_english_is_told(tmp_path: Path) -> None:
+    engine("off", tmp_path)  # the embedding model's vectors are stored; the multilingual ones are not
+    search = ToolSearch(SearchSettings(multilingual="on", cache_dir=tmp_path))
+    search.index(TOOLS)
+    text = next(iter(NOT_ENGLISH))
+    before = search.search(text, limit=5)
+    assert before.notice == MULTILINGUAL_PENDING and MULTILINGUAL not in before.signals
+    assert search.search(ENGLISH[0], limit=5).notice is None
+    search.complete()
+    after = search.search(text, limit=5)
+    assert after.notice is None and MULTILINGUAL in after.signals
 
 
 def test_an_embedding_no_longer_wanted_stops_and_keeps_what_it_did(tmp_path: Path) -> None:

@@ -279,8 +279,10 @@ class ToolSearch:
             snapshot = replace(snapshot, dense=None, intent=None, embedded=False)
         settings = self.settings
         signals = ready_signals(snapshot)
-        notice = self._notice(snapshot)
         text = query.strip()
+        notice = self._notice(snapshot)
+        if text and notice is None and self._multilingual is not None and snapshot.multilingual is None and snapshot.dense_texts:
+            notice = self._multilingual.missing(text)
         if not text or limit <= 0 or not snapshot.tools:
             return SearchResponse(hits=(), signals=tuple(signals), notice=notice)
         request = self._request(snapshot, signals, text, max(settings.candidates, 4 * limit), servers)

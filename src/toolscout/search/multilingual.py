@@ -33,12 +33,15 @@ from toolscout.search.rrf import weighted_rrf
 from toolscout.search.settings import SearchSettings
 from toolscout.state.content import ContentStore
 
-__all__ = ["ENGLISH_AT_MOST", "MULTILINGUAL", "MultilingualVote", "blended", "multilingual_vote"]
+__all__ = ["ENGLISH_AT_MOST", "MULTILINGUAL", "MULTILINGUAL_PENDING", "MultilingualVote", "blended", "multilingual_vote"]
 
 log = logging.getLogger(__name__)
 
 # Its name among a hit's ranks and a response's signals.
 MULTILINGUAL = "multilingual"
+MULTILINGUAL_PENDING = (
+    "the multilingual index is still being built; this request, not in English, is answered without its vote"
+)
 # The identifier's probability of English at or below which a request gets the vote. Short English
 # requests are often given some other language first ("Run a specific job": Romanian, 0.21), but
 # keep a share of English: the vote must not reach them (it costs English answers, since zero-shot
@@ -70,6 +73,8 @@ class MultilingualVote:
         self._encoder = MultilingualEncoder()
         self._embedder = Embedder(settings, self._encoder, content)
         self._weight, self._k = settings.multilingual_weight, settings.rrf_k
+        # Why the last catalog could not be embedded for the vote (None: it was, or is being).
+        self.error: str | None = None
 
     def retriever(
         self, texts: Sequence[str], *, cached: bool, wanted: Callable[[], bool] = lambda: True
@@ -87,9 +92,21 @@ class MultilingualVote:
         except _Superseded:
             return None
         except Exception as exc:  # noqa: BLE001 - the vote is optional; the engine answers without it
-            log.warning("multilingual vote off for this catalog: %s", exc)
+            self.error = str(exc) or type(exc).__name__
+            log.warning("multilingual vote off for this catalog: %s", self.error)
             return None
+        if not cached:
+            self.error = None
         return None if rows is None else DenseRetriever(rows)
+
+    def missing(self, text: str) -> str | None:
+        """What an answer to `text` says while the catalog has no multilingual vectors: nothing
+        for a request in English (the vote would not run), else that it is answered without."""
+        if english_probability(text) > ENGLISH_AT_MOST:
+            return None
+        if self.error is not None:
+            return f"the multilingual vote is unavailable ({self.error}); this request, not in English, is answered without it"
+        return MULTILINGUAL_PENDING
 
     def blend(
         self, retriever: DenseRetriever, text: str, allowed: np.ndarray | None, depth: int,
