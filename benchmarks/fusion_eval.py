@@ -37,7 +37,7 @@ from toolscout.search.settings import SearchSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT.parent / "shared" / "bench"
-SLICES = {"everyday": ("source", "english"), "devtools": ("english",), "bundled_translated": ("lang",), "etom_mcp": ("level",),
+SLICES = {"everyday": ("source", "english"), "devtools": ("english", "lang"), "bundled_translated": ("lang",), "etom_mcp": ("level",),
           "toolbench_stb": ("group",)}
 log = logging.getLogger("fusion_eval")
 
