@@ -78,7 +78,9 @@ def compare(
     k = args.k
     log.info("%s: %d tools, %d queries", dataset.name, len(dataset.tools), len(queries))
     if "toolscout" not in skip:
-        settings = SearchSettings() if args.model is None else SearchSettings(model=args.model)
+        # The wheel as shipped: the multilingual extra's vote never runs on these English sets, but
+        # would embed every catalog a second time and count it in the index time.
+        settings = SearchSettings(multilingual="off") if args.model is None else SearchSettings(model=args.model, multilingual="off")
         for run in run_ablation(settings, dataset, k, queries=queries, reporter=progress):
             label = "**toolscout (hybrid)**" if run.label == HYBRID else f"toolscout: {run.label}"
             runs.append(replace(run, label=label))
