@@ -158,10 +158,9 @@ def settings_from_args(args: argparse.Namespace) -> SearchSettings:
         raise ToolscoutError(str(exc)) from exc
     if args.model:
         settings = dataclasses.replace(settings, model=args.model)
-    # `toolscout tune` shares this reader and has no --reranker: it replays rankings before fusion.
-    if getattr(args, "reranker", None):
-        settings = dataclasses.replace(settings, reranker=args.reranker)
-    for option in ("fusion", "multilingual"):  # `tune` shares these settings and fits weighted RRF only
+    # `toolscout tune` shares this reader and has none of these: it replays rankings before fusion
+    # and fits weighted RRF only.
+    for option in ("reranker", "fusion", "multilingual"):
         if getattr(args, option, None):
             settings = dataclasses.replace(settings, **{option: getattr(args, option)})
     if not any(settings.enabled(name) for name in ("dense", "intent")):

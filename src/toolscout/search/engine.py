@@ -324,8 +324,8 @@ class ToolSearch:
             )
         strength = self._strength(snapshot, request, signals, judged, ranker, encoder, order[0] if order else None)
         return SearchResponse(
-            hits=tuple(hits), signals=(*signals, *votes.keys() & {MULTILINGUAL}), notice=notice, match=strength,
-            fusion=decision.fusion,
+            hits=tuple(hits), signals=(*signals, MULTILINGUAL) if MULTILINGUAL in votes else tuple(signals),
+            notice=notice, match=strength, fusion=decision.fusion,
         )
 
     def _strength(
