@@ -15,11 +15,13 @@ import pytest
 
 from toolscout.errors import ConfigError
 from toolscout.eval.dev_sets import load_bundled_tools
-from toolscout.index.multilingual import english_probability, installed
+from toolscout.index.multilingual import english_probability, installed, map_about
 from toolscout.search import SearchSettings, ToolSearch
 from toolscout.search import multilingual as vote_module
 from toolscout.index.text import dense_document
-from toolscout.search.multilingual import ENGLISH_AT_MOST, MULTILINGUAL, MULTILINGUAL_PENDING, MultilingualVote, blended
+from toolscout.search.multilingual import (
+    ENGLISH_AT_MOST, MULTILINGUAL, MULTILINGUAL_PENDING, VOTE_FEATURES, MultilingualVote, VoteCalibration, blended,
+)
 from toolscout.state.content import ContentStore
 
 pytestmark = pytest.mark.skipif(not installed(), reason="needs the multilingual extra (scripts/setup.sh installs it)")
@@ -67,6 +69,24 @@ def test_a_request_not_in_english_gets_the_vote_and_its_tool(engines: dict[str, 
         scores = [hit.score for hit in with_vote.hits]
         assert scores == sorted(scores, reverse=True)
         assert with_vote.match is not None and with_vote.match.confidence is not None
+
+
+def test_an_answer_the_vote_reached_is_judged_by_the_votes_own_confidence(engines: dict[str, ToolSearch]) -> None:
+    fitted = VoteCalibration.from_json(map_about()["confidence"])
+    for text, right in NOT_ENGLISH.items():
+        without, with_vote = (engines[mode].search(text, limit=5) for mode in ("off", "on"))
+        match = with_vote.match
+        assert set(VOTE_FEATURES) <= set(match.features) and match.confidence_below == fitted.weak_below
+        assert match.confidence == pytest.approx(fitted.confidence(match.features))
+        # The engine's confidence judged its own (wrong) first tool; the right one now stands first.
+        assert match.features["engine_first_stands"] == 0.0 and match.confidence > without.match.confidence, text
+        assert not match.weak
+
+
+def test_a_vote_confidence_for_other_features_is_refused() -> None:
+    document = {**VoteCalibration.from_json(map_about()["confidence"]).as_json(), "features": ["engine_logit"]}
+    with pytest.raises(ValueError, match="reads"):
+        VoteCalibration.from_json(document)
 
 
 def test_an_english_request_is_answered_as_without_the_vote(engines: dict[str, ToolSearch]) -> None:

