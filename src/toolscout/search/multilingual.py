@@ -5,20 +5,20 @@ The shipped model's word pieces are English ones: requests in scripts its vocabu
 ones (docs/benchmarks.md, "Requests in other languages"). With the `multilingual` extra installed
 (`toolscout.index.multilingual`), a request the language identifier gives at most
 `ENGLISH_AT_MOST` probability of being English gets one more vote after everything else: the
-multilingual model's order of the allowed tools, blended with the engine's order by the one
-reciprocal-rank formula (`search.rrf`, the settings' k) at `SearchSettings.multilingual_weight`.
-A vote rather than the whole say: zero-shot, that model is no better than the shipped one overall
-(better in the scripts above, worse on Latin-script languages the shipped one was trained on).
+multilingual model's order of the allowed tools (its request vector through the shipped request
+map), blended with the engine's order by the one reciprocal-rank formula (`search.rrf`, the
+settings' k) at `SearchSettings.multilingual_weight`. A vote rather than the whole say: the blend
+beats either order alone on the dev sets.
 
 English requests never reach the second model: their answers and their cost are those of the
-engine without it.
-
-The engine's confidence was fitted without the vote and reads nothing of it, so an answer the vote
-reached gets its confidence from a second small model (`VoteCalibration`, fitted with the request
-map: `toolscout.training.multilingual_confidence`) over the engine's confidence of its own first
-tool and what the vote says of the first tool that stands (`vote_features`). The catalog is embedded a second time (about 10 ms a tool on two cores, in
+engine without it. The catalog is embedded a second time (about 10 ms a tool on two cores, in
 `ToolSearch.complete`, kept in the embedding store under that model's id), and a request not in
 English costs one more encoding (about 10 ms).
+
+The engine's confidence was fitted without the vote and reads nothing of it, so an answer the vote
+reached gets its confidence from a second small model (`VoteCalibration`, stored with the request
+map and fitted by `toolscout.training.multilingual_confidence`) over the engine's confidence of
+its own first tool and what the vote says of the first tool that stands (`vote_features`).
 """
 
 from __future__ import annotations
