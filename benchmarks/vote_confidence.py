@@ -29,7 +29,7 @@ from toolscout.eval.dev_sets import dev_sets
 from toolscout.index.multilingual import english_probability, installed
 from toolscout.search import SearchSettings, ToolSearch
 from toolscout.search.multilingual import ENGLISH_AT_MOST
-from toolscout.training.multilingual_confidence import expected_calibration_error
+from toolscout.training.confidence_fit import expected_calibration_error
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
 SETS = ("everyday", "devtools", "bundled_translated")

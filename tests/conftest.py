@@ -20,6 +20,9 @@ def _private_state(state: Path) -> Any:
         patch.setenv("TOOLSCOUT_PINS", str(state / "pins.json"))
         patch.setenv("TOOLSCOUT_STATE", str(state / "state.sqlite3"))
         patch.setenv("TOOLSCOUT_DATA_DIR", str(state / "data"))
+        # The multilingual vote embeds every catalog a second time: only tests that ask for it
+        # (their own settings, or this variable in their environment) pay for it.
+        patch.setenv("TOOLSCOUT_MULTILINGUAL", "off")
         yield state
 
 

@@ -150,6 +150,14 @@ def test_without_the_extra_auto_is_off_and_on_says_how_to_install(monkeypatch: p
         ToolSearch(SearchSettings(multilingual="on", cache_dir=tmp_path))
 
 
+def test_the_environment_sets_the_default_and_a_bad_value_says_what_is_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLSCOUT_MULTILINGUAL", "on")
+    assert SearchSettings().multilingual == "on" and SearchSettings(multilingual="off").multilingual == "off"
+    monkeypatch.setenv("TOOLSCOUT_MULTILINGUAL", "sometimes")
+    with pytest.raises(ConfigError, match=r"\$TOOLSCOUT_MULTILINGUAL must be one of auto, on, off, got 'sometimes'"):
+        SearchSettings()
+
+
 def test_bad_settings_say_what_is_allowed() -> None:
     with pytest.raises(ValueError, match="multilingual must be one of auto, on, off"):
         SearchSettings(multilingual="yes")

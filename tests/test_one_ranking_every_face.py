@@ -61,7 +61,7 @@ async def mcp_searches(client: Client) -> dict[str, list[tuple[str, float]]]:
 
 async def test_the_command_line_and_search_tools_over_stdio_and_http_rank_alike(tmp_path: Path) -> None:
     registry = write_registry(tmp_path / "servers.json", bundled_lookalikes(tmp_path))
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "TOOLSCOUT_MULTILINGUAL": "auto"}
     serve = toolscout("serve", "--registry", str(registry))
     with anyio.fail_after(600):
         # The first refreshed search keeps the catalog it saw; the others answer from it.

