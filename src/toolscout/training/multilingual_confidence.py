@@ -38,8 +38,8 @@ from toolscout.catalog import ToolRecord
 from toolscout.index.multilingual import english_probability, map_about, request_map
 from toolscout.index.text import dense_document
 from toolscout.search import SearchSettings, ToolSearch
-from toolscout.search.multilingual import ENGLISH_AT_MOST, VOTE_FEATURES, VoteCalibration, blended, vote_features
-from toolscout.search.pipeline import EXACT_NAME, top_positions
+from toolscout.search.multilingual import ENGLISH_AT_MOST, VOTE_FEATURES, VoteCalibration, vote_on
+from toolscout.search.pipeline import EXACT_NAME
 from toolscout.training.confidence_fit import expected_calibration_error
 from toolscout.training.data import Request, TrainingData, load_training_folder
 from toolscout.training.multilingual_map import (
@@ -83,7 +83,8 @@ def _catalogs(data: TrainingData, held: Sequence[str], names: Sequence[str], req
     for size in CATALOG_SIZES:
         inside = rng.sample(list(held), min(SERVED_PER_CATALOG, size // 3 or 1))
         functions = inside + rng.sample(others, size - len(inside))
-        outside = [n for n in held if n not in set(inside)]
+        chosen = set(inside)
+        outside = [n for n in held if n not in chosen]
         served = [(r, True) for n in inside for r in by_need.get(n, [])[:3]]
         unserved = [(r, False) for n in rng.sample(outside, len(inside)) for r in by_need.get(n, [])[:3]]
         out.append((functions, served + unserved))
@@ -109,28 +110,28 @@ def search_catalogs(data: TrainingData, run: Path, seed: int = 0) -> list[Search
         engine.index(tools)
         engine.complete()
         documents = np.stack([document_vectors[dense_document(t)] for t in tools])
+        position = {t.id: i for i, t in enumerate(tools)}
         for request, served in asked:
-            row = _searched(engine, tools, documents, trial @ query_vectors[request.text], request, data, settings)
+            row = _searched(engine, tools, position, documents, trial @ query_vectors[request.text], request, data,
+                            settings)
             if row is not None:
                 rows.append(Searched(number, row[0], row[1], served))
         log.info("catalog %d of %d (%d tools): %d requests", number + 1, len(CATALOG_SIZES), len(tools), len(asked))
     return rows
 
 
-def _searched(engine: ToolSearch, tools: Sequence[ToolRecord], documents: np.ndarray, mapped: np.ndarray,
-              request: Request, data: TrainingData, settings: SearchSettings) -> tuple[dict[str, float], bool] | None:
+def _searched(engine: ToolSearch, tools: Sequence[ToolRecord], position: dict[str, int], documents: np.ndarray,
+              mapped: np.ndarray, request: Request, data: TrainingData,
+              settings: SearchSettings) -> tuple[dict[str, float], bool] | None:
     response = engine.search(request.text, limit=ORDER_DEPTH)
     if not response.hits or response.match is None or response.match.confidence is None:
         return None
-    position = {t.id: i for i, t in enumerate(tools)}
     order = [position[h.tool.id] for h in response.hits]
     scores = {position[h.tool.id]: h.score for h in response.hits}
     pinned = [position[h.tool.id] for h in response.hits if EXACT_NAME in h.ranks]
     cosines = documents @ (mapped / np.linalg.norm(mapped))
-    vote = top_positions(cosines, None, ORDER_DEPTH)
-    new, _ = blended(order, scores, vote, pinned, settings.multilingual_weight, settings.rrf_k)
-    features = vote_features(response.match.confidence, cosines, vote, new[0], order[0])
-    return features, data.serves(request, tools[new[0]].id)
+    _, _, voted = vote_on(order, scores, cosines, None, ORDER_DEPTH, pinned, settings.multilingual_weight, settings.rrf_k)
+    return voted.features(response.match.confidence), data.serves(request, tools[voted.first].id)
 
 
 def fit_vote_calibration(rows: Sequence[Searched], max_false_alarms: float = 0.05) -> VoteCalibration:
