@@ -7,6 +7,7 @@ processes the whole suite starts.
 
 A run sets TOOLSCOUT_COUNT_PROCESSES for the plugin in tests/support/process_count.py, which
 writes test id -> processes started; a fixture shared by several tests counts toward the first.
+The suite runs in one process here (`-n 0`): the plugin counts the process it runs in.
 Give two count files to compare two versions of the suite side by side.
 """
 
@@ -23,7 +24,7 @@ from pathlib import Path
 
 def run_suite(out: Path, pytest_args: list[str]) -> None:
     env = {**os.environ, "TOOLSCOUT_COUNT_PROCESSES": str(out)}
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *pytest_args], env=env, check=False)
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", *pytest_args], env=env, check=False)
 
 
 def row(name: str, counts: dict[str, int]) -> str:
