@@ -9,7 +9,9 @@ Each request is searched twice, as benchmarks/confidence_eval.py does: on its se
 right tools are at most a tenth of the catalog, and the catalog is indexed again without them).
 Per dev set: served requests' mean confidence, the share whose first tool serves them and the share
 the weak-match notice fires on (false alarms); unserved requests' mean confidence and the share it
-fires on (recall); ECE over both (10 equal bins). Needs the multilingual extra. Prints markdown;
+fires on (recall), and the share caught by the best threshold that flags at most 5% of the served
+ones (how well the confidence tells them apart, whatever the shipped threshold); ECE over both (10
+equal bins). Needs the multilingual extra. Prints markdown;
 progress on stderr.
 """
 
@@ -75,7 +77,17 @@ def measured(tools: Sequence[ToolRecord], queries: Sequence[Query], mode: str) -
     y = np.array([row[1] for row in served + unserved], dtype=float)
     return (f"{np.mean([r[0] for r in served]):.3f} / {np.mean([r[1] for r in served]):.3f} / "
             f"{np.mean([r[2] for r in served]):.2f} | {np.mean([r[0] for r in unserved]):.3f} / "
-            f"{np.mean([r[2] for r in unserved]):.2f} | {expected_calibration_error(c, y):.3f}")
+            f"{np.mean([r[2] for r in unserved]):.2f} | {caught(served, unserved):.2f} | {expected_calibration_error(c, y):.3f}")
+
+
+def caught(served: Sequence[tuple[float, bool, bool]], unserved: Sequence[tuple[float, bool, bool]],
+           false_alarms: float = 0.05) -> float:
+    """The share of unserved requests below the highest threshold that flags at most
+    `false_alarms` of the served ones: how well the confidence tells them apart, whatever the
+    shipped threshold."""
+    ordered = np.sort([row[0] for row in served])
+    threshold = ordered[int(len(ordered) * false_alarms)]
+    return float(np.mean([row[0] < threshold for row in unserved]))
 
 
 def main() -> int:
@@ -87,8 +99,9 @@ def main() -> int:
         print("vote_confidence: needs the multilingual extra (pip install 'toolscout[multilingual]')", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    print("| dev set | requests | vote | served: mean confidence / first right / weak | unserved: mean confidence / weak | ECE |")
-    print("|---|---:|---|---|---|---:|")
+    print("| dev set | requests | vote | served: mean confidence / first right / weak | unserved: mean confidence / weak | "
+          "unserved caught at 5% false alarms | ECE |")
+    print("|---|---:|---|---|---|---:|---:|")
     for dev in dev_sets(args.bench, toollens_limit=10):
         if dev.name not in SETS:
             continue

@@ -65,3 +65,40 @@ def test_the_fit_brings_requests_nearer_their_own_documents() -> None:
     before = top1(np.eye(16, dtype=np.float32), queries, targets, documents)
     weight = fit_map(queries, targets, documents, MapPlan(epochs=40, penalty=0.0, scale=20.0, batch_size=64, learning_rate=0.05), lambda _: None)
     assert top1(weight, queries, targets, documents) > before + 0.3
+
+
+def test_a_map_fitted_without_some_functions_is_the_map_fitted_as_if_they_did_not_exist() -> None:
+    pytest.importorskip("torch")
+    from toolscout.training.multilingual_map import MapPlan, fit_map, fit_without
+
+    rng = np.random.default_rng(1)
+    names = [f"f{i:02d}" for i in range(12)]  # sorted: `documents` has a row per function, in that order
+    documents = rng.normal(size=(12, 8)).astype(np.float32)
+    needs = [names[i] for i in rng.permutation(np.arange(120) % 12)]
+    queries = rng.normal(size=(120, 8)).astype(np.float32)
+    held = {"f03", "f07"}
+    plan = MapPlan(epochs=3, batch_size=32)
+    kept = [n for n in names if n not in held]
+    rows = [i for i, n in enumerate(needs) if n not in held]
+    alone = fit_map(queries[rows], np.array([kept.index(needs[i]) for i in rows]),
+                    documents[[names.index(n) for n in kept]], plan, lambda _: None)
+    assert np.array_equal(fit_without(held, queries, needs, documents, plan, lambda _: None), alone)
+
+
+def test_a_drawn_catalog_serves_the_requests_it_calls_served_and_no_others() -> None:
+    import random
+
+    from toolscout.training.data import Request
+    from toolscout.training.multilingual_confidence import draw_catalog
+
+    held = [f"held{i}" for i in range(10)]
+    others = [f"other{i}" for i in range(50)]
+    by_need = {n: [Request(f"{n} request {j}", (n,), "tldr", "de") for j in range(5)] for n in held}
+    drawn = draw_catalog("developer", random.Random(0), held, others, by_need, 30, 40, 3, np.eye(2))
+    assert len(drawn.functions) == 30 and len(set(drawn.functions)) == 30
+    served = [r for r, s in drawn.asked if s]
+    unserved = [r for r, s in drawn.asked if not s]
+    assert served and len(served) == len(unserved)
+    assert all(r.tools[0] in drawn.functions for r in served)
+    assert not any(r.tools[0] in drawn.functions for r in unserved)
+    assert all(len([r for r in served if r.tools[0] == n]) == 3 for n in {r.tools[0] for r in served})

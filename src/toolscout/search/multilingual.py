@@ -62,19 +62,24 @@ ENGLISH_AT_MOST = 0.05
 
 
 # What the vote's confidence reads (`vote_features`), in its file's order.
-VOTE_FEATURES = ("engine_logit", "vote_cosine", "vote_margin", "engine_first_stands", "vote_first_stands")
+VOTE_FEATURES = ("engine_logit", "vote_cosine", "vote_margin", "vote_gap", "engine_first_stands", "vote_first_stands")
+# The vote's place whose cosine `vote_gap` measures its best against: an assistant's catalog holds
+# near-twins (turn a light on, turn it off), so the best standing out over the second says little
+# there; standing out over the fifth says more.
+GAP_PLACE = 4
 
 
 def vote_features(engine_confidence: float, cosines: np.ndarray, vote: Sequence[int], first: int,
                   engine_first: int | None) -> dict[str, float]:
     """The engine's confidence of its own first tool (as a logit), the vote's cosine of the first
-    tool that stands and how far the vote's first stands above its second, and whether the first
-    tool that stands is the engine's first and the vote's first."""
+    tool that stands, how far the vote's first stands above its second and its fifth, and whether
+    the first tool that stands is the engine's first and the vote's first."""
     p = min(max(engine_confidence, 1e-4), 1 - 1e-4)
     return {
         "engine_logit": math.log(p / (1 - p)),
         "vote_cosine": float(cosines[first]),
         "vote_margin": float(cosines[vote[0]] - cosines[vote[1]]) if len(vote) > 1 else 0.0,
+        "vote_gap": float(cosines[vote[0]] - cosines[vote[min(GAP_PLACE, len(vote) - 1)]]) if vote else 0.0,
         "engine_first_stands": float(first == engine_first),
         "vote_first_stands": float(bool(vote) and first == vote[0]),
     }

