@@ -119,13 +119,14 @@ def _by_need(data: TrainingData, requests: Sequence[Request], seed: int) -> dict
     return by_need
 
 
-def developer_catalogs(data: TrainingData, run: Path, names: Sequence[str], seed: int) -> list[Drawn]:
-    """Catalogs of the map's functions, served requests those of the commands held out of its trial fit."""
-    plan = MapPlan()
+def developer_catalogs(data: TrainingData, run: Path, taught: Sequence[Request], names: Sequence[str],
+                       seed: int) -> list[Drawn]:
+    """Catalogs of the map's functions (`names`), served requests those of the commands held out of
+    its trial fit (among `taught`, the requests the map's fit draws)."""
     held = json.loads((run / HELD_OUT_FILE).read_text())
     trial = np.load(run / TRIAL_FILE)
     held_set = set(held)
-    requests = [r for r in requests_not_in_english(data, plan.per_need, plan.seed)
+    requests = [r for r in taught
                 if data.need_of(r.tools[0]) in held_set and english_probability(r.text) <= ENGLISH_AT_MOST]
     by_need = _by_need(data, requests, seed)
     others = [n for n in names if n not in held_set]
@@ -134,15 +135,14 @@ def developer_catalogs(data: TrainingData, run: Path, names: Sequence[str], seed
             for size in CATALOG_SIZES]
 
 
-def everyday_catalogs(data: TrainingData, cache: VectorCache, names: Sequence[str], seed: int) -> list[Drawn]:
+def everyday_catalogs(data: TrainingData, cache: VectorCache, taught: Sequence[Request], names: Sequence[str],
+                      first_tool: dict[str, str], seed: int) -> list[Drawn]:
     """Catalogs of everyday functions (`EVERYDAY_SOURCES`): each fold of those with requests in
     other languages is held out of a map fitted without it, and its requests in other languages
     (all of them, not only those the map's fit draws) are served or unserved on catalogs filled
     from the other everyday functions."""
     plan = MapPlan()
-    taught = requests_not_in_english(data, plan.per_need, plan.seed)
     needs = [data.need_of(r.tools[0]) for r in taught]
-    first_tool = first_tools(data)
     queries = cache.vectors("query", [r.text for r in taught], log.info)
     documents = cache.vectors("passage", [dense_document(data.tools[first_tool[n]]) for n in names], log.info)
     asked = [r for r in data.requests if r.source in EVERYDAY_SOURCES and r.lang != "en"
@@ -155,8 +155,9 @@ def everyday_catalogs(data: TrainingData, cache: VectorCache, names: Sequence[st
     out = []
     for fold in range(EVERYDAY_FOLDS):
         held = intents[fold::EVERYDAY_FOLDS]
-        trial = fit_without(set(held), queries, needs, documents, plan, log.info)
-        others = [n for n in everyday if n not in set(held)]
+        held_set = set(held)
+        trial = fit_without(held_set, queries, needs, documents, plan, log.info)
+        others = [n for n in everyday if n not in held_set]
         out += [draw_catalog("everyday", rng, held, others, by_need, size, len(held), trial)
                 for size in EVERYDAY_CATALOG_SIZES]
     return out
@@ -168,9 +169,11 @@ def search_catalogs(data: TrainingData, run: Path, seed: int = 0) -> list[Search
     plan = MapPlan()
     cache = VectorCache(run, MultilingualEncoder(mapped=False))
     first_tool = first_tools(data)
+    taught = requests_not_in_english(data, plan.per_need, plan.seed)
     # The functions the map's fit embedded: those with requests not in English.
-    names = sorted({data.need_of(r.tools[0]) for r in requests_not_in_english(data, plan.per_need, plan.seed)})
-    catalogs = developer_catalogs(data, run, names, seed) + everyday_catalogs(data, cache, names, seed)
+    names = sorted({data.need_of(r.tools[0]) for r in taught})
+    catalogs = (developer_catalogs(data, run, taught, names, seed)
+                + everyday_catalogs(data, cache, taught, names, first_tool, seed))
     settings = SearchSettings(multilingual="off")
     rows: list[Searched] = []
     for number, drawn in enumerate(catalogs):
@@ -216,9 +219,10 @@ def fit_vote_calibration(rows: Sequence[Searched], max_false_alarms: float = 0.0
     return VoteCalibration(calibration.means, calibration.scales, calibration.coefficients, calibration.intercept, weak_below)
 
 
-def _checked(rows: Sequence[Searched]) -> dict:
+def _checked(rows: Sequence[Searched], weak_below: float) -> dict:
     """Calibration error of fits that left each catalog out, measured on it: all rows pooled, and
-    per kind of catalog; and the share of each kind's unserved requests the notice fires on."""
+    per kind of catalog; and the share of each kind's unserved requests the notice fires on at
+    `weak_below` (the fit on every row's)."""
     confidences, labels, kinds, served = [], [], [], []
     for left in sorted({row.catalog for row in rows}):
         fitted = fit_vote_calibration([row for row in rows if row.catalog != left])
@@ -229,7 +233,6 @@ def _checked(rows: Sequence[Searched]) -> dict:
                 kinds.append(row.kind)
                 served.append(row.served)
     c, y, k, s = np.array(confidences), np.array(labels, float), np.array(kinds), np.array(served)
-    weak_below = fit_vote_calibration(rows).weak_below
     checked = {"rows": len(rows), "first_serves": round(float(y.mean()), 4),
                "ece_catalog_left_out": round(expected_calibration_error(c, y), 4)}
     for kind in sorted(set(kinds)):
@@ -253,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = load_training_folder(args.train, tuple(dict.fromkeys(MULTILINGUAL_SOURCES + EVERYDAY_SOURCES)))
     rows = search_catalogs(data, args.run)
     calibration = fit_vote_calibration(rows)
-    checked = _checked(rows)
+    checked = _checked(rows, calibration.weak_below)
     log.info("vote confidence: %s, weak below %.3f", checked, calibration.weak_below)
     if args.write:
         weight, about = request_map(), map_about()

@@ -106,15 +106,19 @@ def stored_vectors(run: Path, kind: str) -> dict[str, np.ndarray]:
 
 
 class VectorCache:
-    """Texts embedded once per kind ("query", "passage"), kept in the run folder chunk by chunk."""
+    """Texts embedded once per kind ("query", "passage"), kept in the run folder chunk by chunk;
+    each kind's file is read once, on first use."""
 
     def __init__(self, run: Path, encoder: MultilingualEncoder) -> None:
         self.run, self.encoder = run, encoder
+        self._known: dict[str, dict[str, np.ndarray]] = {}
         run.mkdir(parents=True, exist_ok=True)
 
     def vectors(self, kind: str, texts: Sequence[str], progress: Callable[[str], None], chunk: int = 1024) -> np.ndarray:
         path = self.run / f"{kind}.npz"
-        known = stored_vectors(self.run, kind)
+        if kind not in self._known:
+            self._known[kind] = stored_vectors(self.run, kind)
+        known = self._known[kind]
         missing = list(dict.fromkeys(t for t in texts if t not in known))
         encode = self.encoder.encode if kind == "passage" else self.encoder.encode_queries_unmapped
         for start in range(0, len(missing), chunk):
